@@ -1,0 +1,25 @@
+# Detects CUDA and NCCL for PSDP_WITH_CUDA=AUTO|ON|OFF. Sets PSDP_HAVE_CUDA and, when found, the imported
+# targets CUDA::cudart and psdp::nccl. The CUDA transport itself comes with the NCCL backend.
+set(PSDP_HAVE_CUDA OFF)
+if(NOT PSDP_WITH_CUDA STREQUAL "OFF")
+  if(NOT DEFINED CUDAToolkit_ROOT AND EXISTS /usr/local/cuda)
+    set(CUDAToolkit_ROOT /usr/local/cuda)
+  endif()
+  find_package(CUDAToolkit QUIET)
+  find_library(PSDP_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+  find_path(PSDP_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(CUDAToolkit_FOUND AND PSDP_NCCL_LIBRARY AND PSDP_NCCL_INCLUDE_DIR)
+    set(PSDP_HAVE_CUDA ON)
+    add_library(psdp::nccl UNKNOWN IMPORTED)
+    set_target_properties(psdp::nccl PROPERTIES IMPORTED_LOCATION "${PSDP_NCCL_LIBRARY}"
+                                                INTERFACE_INCLUDE_DIRECTORIES "${PSDP_NCCL_INCLUDE_DIR}")
+    message(STATUS "psdp: CUDA ${CUDAToolkit_VERSION} and NCCL (${PSDP_NCCL_LIBRARY}) found")
+  elseif(PSDP_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "PSDP_WITH_CUDA=ON but CUDA toolkit or NCCL not found "
+                        "(CUDA: ${CUDAToolkit_FOUND}, nccl: ${PSDP_NCCL_LIBRARY}, nccl.h: ${PSDP_NCCL_INCLUDE_DIR})")
+  else()
+    message(STATUS "psdp: CUDA or NCCL not found, building host-memory support only")
+  endif()
+else()
+  message(STATUS "psdp: PSDP_WITH_CUDA=OFF, building host-memory support only")
+endif()

@@ -1,0 +1,253 @@
+/*
+ * psdp: communication middleware for partially sharded data-parallel training.
+ * SPDX-License-Identifier: Apache-2.0
+ *
+ * This is the only public header. It is C99 and names no C++ type.
+ *
+ * Conventions (apply to every function below):
+ * - Every call returns psdp_status_t: PSDP_SUCCESS (0), PSDP_IN_PROGRESS (1) or a negative error code.
+ *   After an error, psdp_get_last_error() returns a message that names the argument, rank or operation.
+ * - Outputs come last and end in "_p". They are written only on success.
+ * - Handles are opaque pointers. A handle is valid from the call that creates it until the call that
+ *   destroys it; using it afterwards is undefined (psdp detects it where it can and returns
+ *   PSDP_ERR_INVALID_USAGE).
+ * - Extensible structs (psdp_config_t) start with {size, magic, version}: always initialise them with
+ *   their INITIALIZER macro, then set the fields you want. Fields left at their initial value are
+ *   "unset": psdp fills them from the PSDP_* environment, then from built-in defaults. A library
+ *   newer than the caller backfills fields the caller did not know about the same way.
+ * - Thread safety: calls on different communicators may run concurrently. Calls on one communicator
+ *   must be issued in the same order on every rank; psdp_get_last_error() and psdp_comm_abort() (later)
+ *   may be called from any thread.
+ */
+#ifndef PSDP_PSDP_H_
+#define PSDP_PSDP_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define PSDP_API
+#elif defined(PSDP_BUILDING_LIBRARY)
+#define PSDP_API __attribute__((visibility("default")))
+#else
+#define PSDP_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------------ */
+#define PSDP_VERSION_MAJOR 0
+#define PSDP_VERSION_MINOR 1
+#define PSDP_VERSION_PATCH 0
+#define PSDP_VERSION_CODE_OF(major, minor, patch) ((major)*10000 + (minor)*100 + (patch))
+#define PSDP_VERSION_CODE PSDP_VERSION_CODE_OF(PSDP_VERSION_MAJOR, PSDP_VERSION_MINOR, PSDP_VERSION_PATCH)
+
+/* ---------------------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------------------ */
+typedef enum psdp_status {
+  PSDP_SUCCESS = 0,
+  PSDP_IN_PROGRESS = 1,           /* nonblocking operation not complete yet; not an error */
+  PSDP_ERR_INVALID_ARGUMENT = -1, /* an argument is wrong (NULL, out of range, unknown enum) */
+  PSDP_ERR_INVALID_USAGE = -2,    /* arguments are fine but the call is not allowed now (e.g. use after destroy) */
+  PSDP_ERR_SYSTEM = -3,           /* the OS or a library below psdp failed (socket, memory, UCX) */
+  PSDP_ERR_INTERNAL = -4,         /* a bug in psdp: please report it with the log */
+  PSDP_ERR_REMOTE = -5,           /* a peer failed, disconnected or reported an error */
+  PSDP_ERR_TIMEOUT = -6,          /* PSDP_TIMEOUT expired; the communicator is failed */
+  PSDP_ERR_UNSUPPORTED = -7,      /* valid request that this build or backend does not support */
+  PSDP_ERR_MISMATCH = -8,         /* ranks disagree (different collective, count, dtype, job secret...) */
+  PSDP_ERR_ABORTED = -9           /* the communicator was aborted */
+} psdp_status_t;
+
+/* A static, human-readable name for a status ("invalid argument", ...). Unknown codes give "unknown status". */
+PSDP_API const char* psdp_status_string(psdp_status_t status);
+
+/* The version of the library actually loaded, as PSDP_VERSION_CODE (may differ from the header's). */
+PSDP_API psdp_status_t psdp_get_version(int* version_p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Handles and value types
+ * ------------------------------------------------------------------------------------------------ */
+typedef struct psdp_comm* psdp_comm_h;
+typedef struct psdp_request* psdp_request_h;
+
+#define PSDP_UNIQUE_ID_BYTES 128
+/* Identifies one rendezvous: the root's address and a random 128-bit job secret. Treat it as opaque bytes:
+ * copy it to every rank (e.g. broadcast it with your own launcher) and pass it to psdp_comm_init(). */
+typedef struct psdp_unique_id {
+  char internal[PSDP_UNIQUE_ID_BYTES];
+} psdp_unique_id_t;
+
+typedef enum psdp_dtype {
+  PSDP_INT8 = 0,
+  PSDP_UINT8 = 1,
+  PSDP_INT32 = 2,
+  PSDP_UINT32 = 3,
+  PSDP_INT64 = 4,
+  PSDP_UINT64 = 5,
+  PSDP_FLOAT16 = 6,
+  PSDP_BFLOAT16 = 7,
+  PSDP_FLOAT32 = 8,
+  PSDP_FLOAT64 = 9,
+  PSDP_NUM_DTYPES = 10
+} psdp_dtype_t;
+
+typedef enum psdp_op {
+  PSDP_SUM = 0,
+  PSDP_PROD = 1,
+  PSDP_MIN = 2,
+  PSDP_MAX = 3,
+  PSDP_AVG = 4,
+  PSDP_NUM_OPS = 5
+} psdp_op_t;
+
+typedef enum psdp_log_level {
+  PSDP_LOG_UNSET = -1, /* take PSDP_LOG_LEVEL, default "warn" */
+  PSDP_LOG_OFF = 0,
+  PSDP_LOG_ERROR = 1,
+  PSDP_LOG_WARN = 2,
+  PSDP_LOG_INFO = 3,
+  PSDP_LOG_DEBUG = 4,
+  PSDP_LOG_TRACE = 5
+} psdp_log_level_t;
+
+typedef enum psdp_progress_mode {
+  PSDP_PROGRESS_UNSET = -1, /* take PSDP_PROGRESS, default "thread" */
+  PSDP_PROGRESS_THREAD = 0, /* a progress thread per communicator, asleep on the transport's event fd when idle */
+  PSDP_PROGRESS_CALLER = 1  /* no thread: blocking calls and waits drive progress themselves */
+} psdp_progress_mode_t;
+
+/* ---------------------------------------------------------------------------------------------------
+ * Configuration
+ * ------------------------------------------------------------------------------------------------ */
+#define PSDP_CONFIG_MAGIC 0x70736470u /* "psdp" */
+
+/* Communicator configuration. Initialise with PSDP_CONFIG_INITIALIZER; every field left unset takes
+ * the PSDP_* environment variable named beside it, then the built-in default (psdp-info lists them).
+ * Strings are copied during psdp_comm_init(); the caller keeps ownership. */
+typedef struct psdp_config {
+  size_t size;               /* sizeof(psdp_config_t) as the caller compiled it */
+  unsigned int magic;        /* PSDP_CONFIG_MAGIC */
+  unsigned int version;      /* PSDP_VERSION_CODE the caller compiled against */
+  double timeout_s;          /* PSDP_TIMEOUT: seconds any blocking call may wait; unset: < 0 */
+  size_t chunk_bytes;        /* PSDP_CHUNK_BYTES: fragment size of pipelined transfers; unset: 0 */
+  int log_level;             /* PSDP_LOG_LEVEL: a psdp_log_level_t; unset: PSDP_LOG_UNSET */
+  const char* log_file;      /* PSDP_LOG_FILE: path, "%r" is replaced by the rank; unset: NULL (stderr) */
+  const char* socket_ifname; /* PSDP_SOCKET_IFNAME: interface the bootstrap binds to; unset: NULL */
+  const char* port_range;    /* PSDP_PORT_RANGE: "lo-hi" ports the bootstrap root may listen on; unset: NULL */
+  int progress_mode;         /* PSDP_PROGRESS: a psdp_progress_mode_t; unset: PSDP_PROGRESS_UNSET */
+} psdp_config_t;
+
+#define PSDP_CONFIG_INITIALIZER                                                                             \
+  {                                                                                                         \
+    sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
+        PSDP_PROGRESS_UNSET                                                                                 \
+  }
+
+#define PSDP_PARAM_VALUE_BYTES 256
+
+/* One configuration parameter, resolved: what psdp-info prints. Pointers are static strings. */
+typedef struct psdp_param_info {
+  const char* name;                   /* e.g. "timeout" */
+  const char* env;                    /* e.g. "PSDP_TIMEOUT" */
+  const char* type;                   /* e.g. "seconds", "bytes", "string", "enum" */
+  const char* default_value;          /* built-in default, as text */
+  const char* help;                   /* one sentence */
+  const char* source;                 /* where value came from: "config", "env" or "default" */
+  char value[PSDP_PARAM_VALUE_BYTES]; /* resolved value, as text */
+} psdp_param_info_t;
+
+/* Number of configuration parameters. */
+PSDP_API int psdp_param_count(void);
+
+/* Resolves parameter `index` (0 <= index < psdp_param_count()) for `config` (NULL: nothing set by the
+ * caller) and the current environment. Errors: invalid argument for a bad index, a malformed config or
+ * an environment value that does not parse (the message names the variable). Thread-safe. */
+PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, psdp_param_info_t* info_p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------------------------------ */
+/* The message of the last failed call on `comm`, or, for comm == NULL, of the last failed call of this
+ * thread that had no communicator (psdp_get_unique_id, psdp_comm_init, argument errors). Returns "" when
+ * there is none. The text is copied into storage owned by the calling thread and stays valid until that
+ * thread's next psdp_get_last_error call. Thread-safe. */
+PSDP_API const char* psdp_get_last_error(psdp_comm_h comm);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Communicators
+ * ------------------------------------------------------------------------------------------------ */
+/* Creates a new rendezvous: binds a listening socket (PSDP_SOCKET_IFNAME, PSDP_PORT_RANGE), starts a
+ * root thread in the calling process that serves one psdp_comm_init of all ranks, and draws a random
+ * 128-bit job secret. Call it on one process, then copy *id_p to every rank. The root thread exits
+ * once the ranks have met, or after PSDP_TIMEOUT. Errors: system (no usable interface, no free port). */
+PSDP_API psdp_status_t psdp_get_unique_id(psdp_unique_id_t* id_p);
+
+/* Writes the id as printable text ("psdp1:<host>:<port>:<secret hex>") into buf (at least
+ * PSDP_UNIQUE_ID_STRING_BYTES bytes), e.g. to pass it through an environment variable. The text holds the
+ * job secret: do not log it. */
+#define PSDP_UNIQUE_ID_STRING_BYTES 160
+PSDP_API psdp_status_t psdp_unique_id_to_string(const psdp_unique_id_t* id, char* buf, size_t buf_bytes);
+PSDP_API psdp_status_t psdp_unique_id_from_string(const char* text, psdp_unique_id_t* id_p);
+
+/* Creates a communicator of `nranks` ranks; this process is `rank`. Collective: blocks until every rank
+ * has called it with the same id and nranks, or until the timeout (config or PSDP_TIMEOUT) expires.
+ * config may be NULL. Errors: invalid argument (nranks < 1, rank outside [0, nranks), id not made by
+ * psdp_get_unique_id, malformed config), mismatch (ranks passed different nranks or secrets), timeout,
+ * system. */
+PSDP_API psdp_status_t psdp_comm_init(int nranks, const psdp_unique_id_t* id, int rank, const psdp_config_t* config,
+                                      psdp_comm_h* comm_p);
+
+/* Like psdp_comm_init, with rank, world size and rendezvous taken from the environment a launcher set.
+ * Checked in this order (README "Launchers" has the details):
+ *   psdp-run / any launcher: PSDP_RANK, PSDP_WORLD_SIZE, PSDP_ROOT_ADDR (host:port), PSDP_JOB_SECRET (32 hex)
+ *   torchrun:  RANK, WORLD_SIZE, MASTER_ADDR (+ PSDP_ROOT_ADDR port or PSDP_PORT_RANGE), TORCHELASTIC_RUN_ID
+ *   Open MPI:  OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, PSDP_ROOT_ADDR
+ *   Slurm:     SLURM_PROCID, SLURM_NTASKS, PSDP_ROOT_ADDR, SLURM_JOB_ID
+ * Rank 0 serves the rendezvous on PSDP_ROOT_ADDR. Without PSDP_JOB_SECRET the secret is derived from the
+ * launcher's job id, which anyone who can read the job id can reproduce: weaker, see README. */
+PSDP_API psdp_status_t psdp_comm_init_from_env(const psdp_config_t* config, psdp_comm_h* comm_p);
+
+/* Completes outstanding operations and flushes the transport so that every peer can destroy cleanly.
+ * Collective; blocks up to the timeout. After it, only psdp_comm_destroy is allowed. */
+PSDP_API psdp_status_t psdp_comm_finalize(psdp_comm_h comm);
+
+/* Frees every resource of the communicator (threads, endpoints, memory). Local: does not wait for peers.
+ * Call psdp_comm_finalize first for a clean shutdown. The handle is invalid afterwards. */
+PSDP_API psdp_status_t psdp_comm_destroy(psdp_comm_h comm);
+
+PSDP_API psdp_status_t psdp_comm_rank(psdp_comm_h comm, int* rank_p);
+PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Collectives on host memory
+ *
+ * All ranks call the same collective with the same count, dtype and op, in the same order. `stream`
+ * must be NULL (host memory). `request_p` must be NULL: the call blocks until the local result is in
+ * recvbuf, or until the timeout. In-place, as in NCCL: reduce-scatter with recvbuf == sendbuf + rank*recvcount,
+ * all-gather with sendbuf == recvbuf + rank*sendcount, all-reduce with sendbuf == recvbuf. Any other overlap
+ * of sendbuf and recvbuf is an invalid argument.
+ * Supported now: PSDP_FLOAT32 and PSDP_INT32 with PSDP_SUM; other dtypes/ops return unsupported.
+ * ------------------------------------------------------------------------------------------------ */
+
+/* sendbuf holds nranks*recvcount elements; recvbuf receives the reduction of block `rank`. */
+PSDP_API psdp_status_t psdp_reduce_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype,
+                                           psdp_op_t op, psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* sendbuf holds sendcount elements; recvbuf receives nranks*sendcount, rank r's at offset r*sendcount. */
+PSDP_API psdp_status_t psdp_all_gather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
+                                       psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* sendbuf and recvbuf hold count elements each; any count, it need not divide by nranks. */
+PSDP_API psdp_status_t psdp_all_reduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
+                                       psdp_op_t op, psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PSDP_PSDP_H_ */

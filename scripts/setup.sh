@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what psdp needs from Debian's packages (only what is missing), then configures and builds it.
+#   scripts/setup.sh [build-dir] [extra cmake args...]
+# Environment: PSDP_BUILD_TYPE (default RelWithDebInfo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+shift || true
+
+packages=(build-essential cmake ninja-build pkg-config python3 binutils
+          libucx-dev ucx-utils libhwloc-dev hwloc libspdlog-dev libfmt-dev
+          libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  as_root=()
+  [[ $(id -u) -eq 0 ]] || as_root=(sudo)
+  "${as_root[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${PSDP_BUILD_TYPE:-RelWithDebInfo}" -DPSDP_WERROR=ON "$@" >/dev/null
+cmake --build "$build_dir" --parallel "$(nproc)"

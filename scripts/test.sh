@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds psdp and runs the whole test suite, tier by tier, printing how long each stage took; then rebuilds
+# with AddressSanitizer and UndefinedBehaviorSanitizer and runs the unit and multi-rank tiers again.
+#   scripts/test.sh            everything
+#   PSDP_SKIP_SANITIZERS=1 scripts/test.sh   skip the sanitizer stage
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+stage() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "=== stage: $name"
+  "$@"
+  echo "=== stage: $name took $((SECONDS - start)) s"
+}
+
+# A tier is a CTest label; tests labelled "long" too run only in the long tier.
+run_tier() {
+  local dir=$1 label=$2
+  local exclude=()
+  [[ $label == long ]] || exclude=(-LE '^long$')
+  ctest --test-dir "$dir" -L "^${label}\$" "${exclude[@]}" --output-on-failure --timeout 600 -j "$jobs"
+}
+
+total_start=$SECONDS
+stage "build" scripts/setup.sh build
+for tier in lint unit mp long install; do
+  stage "test $tier" run_tier build "$tier"
+done
+if [[ -z "${PSDP_SKIP_SANITIZERS:-}" ]]; then
+  stage "build asan+ubsan" scripts/setup.sh build-asan -DPSDP_SANITIZE=address,undefined -DPSDP_BUILD_BENCHMARKS=OFF
+  # UCX keeps some allocations until exit by design; leaks in psdp's own code are still reported.
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  for tier in unit mp; do
+    stage "asan+ubsan test $tier" run_tier build-asan "$tier"
+  done
+fi
+echo "=== all stages passed in $((SECONDS - total_start)) s"

@@ -1,0 +1,41 @@
+#include "api/handle.h"
+
+#include <shared_mutex>
+#include <unordered_set>
+
+namespace psdp::api {
+namespace {
+
+struct HandleRegistry {
+  std::shared_mutex mutex;
+  std::unordered_set<psdp_comm_h> live;
+};
+
+HandleRegistry& registry() {
+  // Leaked on purpose: handles may be checked from static destructors of the application.
+  static HandleRegistry* instance = new HandleRegistry();
+  return *instance;
+}
+
+}  // namespace
+
+void registerHandle(psdp_comm_h comm) {
+  std::unique_lock lock(registry().mutex);
+  registry().live.insert(comm);
+}
+
+void unregisterHandle(psdp_comm_h comm) {
+  std::unique_lock lock(registry().mutex);
+  registry().live.erase(comm);
+}
+
+Status checkHandle(psdp_comm_h comm, const char* arg_name) {
+  if (comm == nullptr) return Status::invalidArgument("{} is NULL", arg_name);
+  std::shared_lock lock(registry().mutex);
+  if (registry().live.count(comm) == 0) {
+    return Status::invalidUsage("{} is not a live communicator (destroyed, or not made by psdp_comm_init)", arg_name);
+  }
+  return Status::ok();
+}
+
+}  // namespace psdp::api

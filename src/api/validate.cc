@@ -1,0 +1,70 @@
+#include "api/validate.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "coll/collectives.h"
+
+namespace psdp::api {
+namespace {
+
+// Byte size of `count` elements, or an error when it overflows.
+Status checkedBytes(const char* name, const char* what, size_t count, size_t elem, size_t* bytes) {
+  if (elem != 0 && count > std::numeric_limits<size_t>::max() / elem) {
+    return Status::invalidArgument("{}: {} of {} elements overflows the address space", name, what, count);
+  }
+  *bytes = count * elem;
+  return Status::ok();
+}
+
+bool rangesOverlap(uintptr_t a, size_t a_bytes, uintptr_t b, size_t b_bytes) {
+  return a_bytes > 0 && b_bytes > 0 && a < b + b_bytes && b < a + a_bytes;
+}
+
+Status checkTypes(const CollectiveArgs& a) {
+  if (static_cast<unsigned>(a.dtype) >= PSDP_NUM_DTYPES) {
+    return Status::invalidArgument("{}: unknown dtype {}", a.name, static_cast<int>(a.dtype));
+  }
+  if (a.reduces && static_cast<unsigned>(a.op) >= PSDP_NUM_OPS) {
+    return Status::invalidArgument("{}: unknown op {}", a.name, static_cast<int>(a.op));
+  }
+  if (a.reduces && !coll::isReductionSupported(a.dtype, a.op)) {
+    return Status::unsupported("{}: {} with {} is not supported yet (float32 and int32 with sum are)", a.name,
+                               coll::opName(a.op), coll::dtypeName(a.dtype));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status validateCollective(const CollectiveArgs& a) {
+  if (a.stream != nullptr) {
+    return Status::unsupported("{}: stream must be NULL: only host memory is supported in this build", a.name);
+  }
+  if (a.request_p != nullptr) {
+    return Status::unsupported("{}: request_p must be NULL: nonblocking collectives are not available yet", a.name);
+  }
+  PSDP_RETURN_IF_ERROR(checkTypes(a));
+  size_t elem = coll::dtypeSize(a.dtype);
+  size_t send_bytes = 0, recv_bytes = 0;
+  PSDP_RETURN_IF_ERROR(checkedBytes(a.name, "sendbuf", a.send_count, elem, &send_bytes));
+  PSDP_RETURN_IF_ERROR(checkedBytes(a.name, "recvbuf", a.recv_count, elem, &recv_bytes));
+  if (send_bytes > 0 && a.sendbuf == nullptr) return Status::invalidArgument("{}: sendbuf is NULL", a.name);
+  if (recv_bytes > 0 && a.recvbuf == nullptr) return Status::invalidArgument("{}: recvbuf is NULL", a.name);
+  auto send = reinterpret_cast<uintptr_t>(a.sendbuf);
+  auto recv = reinterpret_cast<uintptr_t>(a.recvbuf);
+  if (send % elem != 0 || recv % elem != 0) {
+    return Status::invalidArgument("{}: sendbuf {} or recvbuf {} is not aligned to the {}-byte {} element", a.name,
+                                   a.sendbuf, a.recvbuf, elem, coll::dtypeName(a.dtype));
+  }
+  uintptr_t inplace = a.send_inside_recv ? recv + a.inplace_offset * elem : send + a.inplace_offset * elem;
+  bool is_inplace = a.send_inside_recv ? send == inplace : recv == inplace;
+  if (!is_inplace && rangesOverlap(send, send_bytes, recv, recv_bytes)) {
+    return Status::invalidArgument(
+        "{}: sendbuf and recvbuf overlap but are not in place (in place means {})", a.name,
+        a.send_inside_recv ? "sendbuf == recvbuf + rank * count" : "recvbuf == sendbuf + rank * count");
+  }
+  return Status::ok();
+}
+
+}  // namespace psdp::api

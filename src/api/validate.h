@@ -1,0 +1,31 @@
+// Argument checks for the collective calls: everything that can be decided locally, before any rank
+// communicates, so that a bad argument gets invalid-argument with the argument's name and the
+// communicator stays usable.
+#pragma once
+
+#include <psdp/psdp.h>
+
+#include <cstddef>
+
+#include "base/status.h"
+
+namespace psdp::api {
+
+struct CollectiveArgs {
+  const char* name;  // "reduce-scatter", ...
+  const void* sendbuf;
+  const void* recvbuf;
+  size_t send_count;      // elements in sendbuf
+  size_t recv_count;      // elements in recvbuf
+  size_t inplace_offset;  // elements: in-place means sendbuf == recvbuf + offset (or the reverse, see below)
+  bool send_inside_recv;  // true: in-place sendbuf lies inside recvbuf; false: recvbuf lies inside sendbuf
+  psdp_dtype_t dtype;
+  bool reduces;  // whether `op` is used
+  psdp_op_t op;
+  void* stream;
+  psdp_request_h* request_p;
+};
+
+Status validateCollective(const CollectiveArgs& args);
+
+}  // namespace psdp::api

@@ -1,0 +1,169 @@
+// The table of every configuration parameter. Add a parameter here and nowhere else: resolution, psdp-info
+// and the README table follow from this row.
+#include <cstddef>
+
+#include "base/config.h"
+
+namespace psdp {
+namespace {
+
+// True when the caller's struct is large enough to contain `field` (an older caller's struct may not).
+#define PSDP_USER_HAS(user, field) \
+  ((user).size >= offsetof(psdp_config_t, field) + sizeof(((psdp_config_t*)nullptr)->field))
+
+const char* logLevelName(psdp_log_level_t level) {
+  switch (level) {
+    case PSDP_LOG_OFF: return "off";
+    case PSDP_LOG_ERROR: return "error";
+    case PSDP_LOG_WARN: return "warn";
+    case PSDP_LOG_INFO: return "info";
+    case PSDP_LOG_DEBUG: return "debug";
+    case PSDP_LOG_TRACE: return "trace";
+    default: return nullptr;
+  }
+}
+
+const char* progressModeName(psdp_progress_mode_t mode) {
+  switch (mode) {
+    case PSDP_PROGRESS_THREAD: return "thread";
+    case PSDP_PROGRESS_CALLER: return "caller";
+    default: return nullptr;
+  }
+}
+
+std::string formatSeconds(double s) {
+  return fmt::format("{:g}", s);
+}
+
+std::optional<std::string> userString(const char* value) {
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+Status parsePortRange(std::string_view text, PortRange& out) {
+  if (text.empty()) {
+    out = PortRange{};
+    return Status::ok();
+  }
+  size_t dash = text.find('-');
+  std::string_view lo_text = text.substr(0, dash);
+  std::string_view hi_text = dash == std::string_view::npos ? lo_text : text.substr(dash + 1);
+  auto lo = parseInteger(lo_text);
+  auto hi = parseInteger(hi_text);
+  if (!lo.isOk() || !hi.isOk() || lo.value() < 1 || hi.value() > 65535 || lo.value() > hi.value()) {
+    return Status::invalidArgument("port range '{}' is not 'lo-hi' with 1 <= lo <= hi <= 65535", text);
+  }
+  out = PortRange{static_cast<int>(lo.value()), static_cast<int>(hi.value())};
+  return Status::ok();
+}
+
+const ParamSpec kParamTable[] = {
+    {"timeout", "PSDP_TIMEOUT", "seconds", "600",
+     "Longest time any blocking call (init, collective, wait, finalize) may take; on expiry the call returns "
+     "timeout and the communicator is failed.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, timeout_s) || u.timeout_s < 0) return std::nullopt;
+       return formatSeconds(u.timeout_s);
+     },
+     [](std::string_view text, Config& c) -> Status {
+       auto v = parseSeconds(text);
+       if (!v.isOk() || v.value() <= 0)
+         return Status::invalidArgument("'{}' is not a positive number of seconds", text);
+       c.timeout_s = v.value();
+       return Status::ok();
+     },
+     [](const Config& c) { return formatSeconds(c.timeout_s); }},
+
+    {"chunk_bytes", "PSDP_CHUNK_BYTES", "bytes", "1M",
+     "Fragment size of pipelined transfers: large collectives move in fragments of this size, several in "
+     "flight, through staging memory allocated once per communicator.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, chunk_bytes) || u.chunk_bytes == 0) return std::nullopt;
+       return std::to_string(u.chunk_bytes);
+     },
+     [](std::string_view text, Config& c) -> Status {
+       auto v = parseBytes(text);
+       if (!v.isOk() || v.value() < 64 || v.value() > (size_t{1} << 30)) {
+         return Status::invalidArgument("'{}' is not a size between 64 and 1G bytes", text);
+       }
+       c.chunk_bytes = v.value();
+       return Status::ok();
+     },
+     [](const Config& c) { return std::to_string(c.chunk_bytes); }},
+
+    {"log_level", "PSDP_LOG_LEVEL", "off|error|warn|info|debug|trace", "warn", "Least severe message that is logged.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, log_level) || u.log_level == PSDP_LOG_UNSET) return std::nullopt;
+       const char* name = logLevelName(static_cast<psdp_log_level_t>(u.log_level));
+       return std::string(name ? name : fmt::format("{}", u.log_level).c_str());
+     },
+     [](std::string_view text, Config& c) -> Status {
+       for (int l = PSDP_LOG_OFF; l <= PSDP_LOG_TRACE; ++l) {
+         if (text == logLevelName(static_cast<psdp_log_level_t>(l))) {
+           c.log_level = static_cast<psdp_log_level_t>(l);
+           return Status::ok();
+         }
+       }
+       return Status::invalidArgument("'{}' is not one of off, error, warn, info, debug, trace", text);
+     },
+     [](const Config& c) { return std::string(logLevelName(c.log_level)); }},
+
+    {"log_file", "PSDP_LOG_FILE", "path", "",
+     "File to log to instead of stderr; '%r' in the path is replaced by the rank, so each rank gets its own file.",
+     [](const psdp_config_t& u) { return PSDP_USER_HAS(u, log_file) ? userString(u.log_file) : std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       c.log_file = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.log_file; }},
+
+    {"socket_ifname", "PSDP_SOCKET_IFNAME", "interface", "",
+     "Network interface the bootstrap listens and connects on (e.g. eth0, lo); empty: the first interface "
+     "that is up and not loopback, else loopback.",
+     [](const psdp_config_t& u) {
+       return PSDP_USER_HAS(u, socket_ifname) ? userString(u.socket_ifname) : std::nullopt;
+     },
+     [](std::string_view text, Config& c) -> Status {
+       c.socket_ifname = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.socket_ifname; }},
+
+    {"port_range", "PSDP_PORT_RANGE", "lo-hi", "29600-29699",
+     "TCP ports the bootstrap root may listen on when the rendezvous address names no port (torchrun's "
+     "MASTER_PORT belongs to its own store, so psdp listens in this range instead).",
+     [](const psdp_config_t& u) { return PSDP_USER_HAS(u, port_range) ? userString(u.port_range) : std::nullopt; },
+     [](std::string_view text, Config& c) -> Status { return parsePortRange(text, c.port_range); },
+     [](const Config& c) {
+       return c.port_range.lo == 0 ? std::string() : fmt::format("{}-{}", c.port_range.lo, c.port_range.hi);
+     }},
+
+    {"progress", "PSDP_PROGRESS", "thread|caller", "thread",
+     "Who drives the transport: 'thread' runs one progress thread per communicator that sleeps on the "
+     "transport's event fd when idle; 'caller' has no thread, blocking calls drive progress themselves.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, progress_mode) || u.progress_mode == PSDP_PROGRESS_UNSET) return std::nullopt;
+       const char* name = progressModeName(static_cast<psdp_progress_mode_t>(u.progress_mode));
+       return std::string(name ? name : fmt::format("{}", u.progress_mode).c_str());
+     },
+     [](std::string_view text, Config& c) -> Status {
+       for (auto mode : {PSDP_PROGRESS_THREAD, PSDP_PROGRESS_CALLER}) {
+         if (text == progressModeName(mode)) {
+           c.progress_mode = mode;
+           return Status::ok();
+         }
+       }
+       return Status::invalidArgument("'{}' is not one of thread, caller", text);
+     },
+     [](const Config& c) { return std::string(progressModeName(c.progress_mode)); }},
+};
+
+static_assert(std::size(kParamTable) <= Config::kMaxParams, "raise Config::kMaxParams");
+
+}  // namespace
+
+std::span<const ParamSpec> params() {
+  return kParamTable;
+}
+
+}  // namespace psdp

@@ -1,0 +1,46 @@
+// RAII owners for C handles: every UCX, NCCL, CUDA, hwloc or OS handle lives in one of these.
+#pragma once
+
+#include <unistd.h>
+
+#include <memory>
+#include <utility>
+
+namespace psdp {
+
+// unique_ptr deleter that calls a C function: std::unique_ptr<hwloc_topology, FnDeleter<hwloc_topology_destroy>>.
+template <auto Fn>
+struct FnDeleter {
+  template <typename T>
+  void operator()(T* p) const {
+    Fn(p);
+  }
+};
+
+// Owns a file descriptor; closes it on destruction. release() gives it up.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(other.release());
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace psdp

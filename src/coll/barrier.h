@@ -1,0 +1,14 @@
+// Dissemination barrier (Hensgen, Finkel and Manber): ceil(log2 nranks) rounds; in round k a rank sends an
+// empty message to rank + 2^k and waits for the one from rank - 2^k. After the last round every rank has
+// heard, directly or through others, from every rank.
+#pragma once
+
+#include "base/status.h"
+#include "coll/op_context.h"
+
+namespace psdp::coll {
+
+// Blocks until every rank has entered the barrier, or returns the first error (remote error, timeout).
+Status disseminationBarrier(const OpContext& op);
+
+}  // namespace psdp::coll

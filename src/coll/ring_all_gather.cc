@@ -1,0 +1,113 @@
+// Fragments arrive straight in the output and are forwarded from there once they have arrived, G
+// positions later in the send stream (ring_schedule.h). No staging is involved, so the only limits are the
+// depth() completions of each direction; a receive's completion is freed by its arrival alone, which keeps
+// the ring from deadlocking whatever the sends wait for.
+#include "coll/ring_all_gather.h"
+
+#include <cstring>
+#include <string>
+
+#include "coll/progress_loop.h"
+#include "coll/ring_send_stream.h"
+
+namespace psdp::coll {
+namespace {
+
+// Step 0 sends this rank's own block; the receive schedule is the left neighbour's send schedule.
+constexpr int kSendShift = 0;
+constexpr int kRecvShift = 1;
+
+class RingAllGather {
+ public:
+  RingAllGather(const OpContext& op, const RingAllGatherArgs& args)
+      : op_(op),
+        args_(args),
+        shape_{op.rank, op.nranks, args.frag_elems, op.depth()},
+        sends_(op, RingCursor(args.layout, shape_, kSendShift), args.elem_size),
+        posted_(args.layout, shape_, kRecvShift),
+        arrived_(posted_) {}
+
+  Result<Progress> advance();
+  std::string waitingFor() const {
+    return describeRingWait(op_, "all-gather", arrived_.index(), posted_.index(), sends_.windowBegin(),
+                            sends_.next().index());
+  }
+
+ private:
+  Status takeArrivals();
+  Status postSends();
+  Status postRecvs();
+
+  uint64_t depth() const { return static_cast<uint64_t>(op_.depth()); }
+
+  const OpContext& op_;
+  const RingAllGatherArgs& args_;
+  RingShape shape_;
+  RingSendStream sends_;
+  RingCursor posted_;   // the next receive to post
+  RingCursor arrived_;  // the next receive to see complete
+  bool moved_ = false;
+};
+
+Result<Progress> RingAllGather::advance() {
+  moved_ = false;
+  PSDP_RETURN_IF_ERROR(takeArrivals());
+  PSDP_RETURN_IF_ERROR(postSends());
+  PSDP_RETURN_IF_ERROR(postRecvs());
+  PSDP_ASSIGN_OR_RETURN(bool sends_settled, sends_.settled());
+  if (sends_.next().done() && arrived_.done() && sends_settled) return Progress::kDone;
+  return moved_ ? Progress::kAdvanced : Progress::kBlocked;
+}
+
+Status RingAllGather::takeArrivals() {
+  while (arrived_.index() < posted_.index()) {
+    const transport::Completion& completion = op_.recvs->at(arrived_.index());
+    if (!completion.isDone()) break;
+    if (!completion.status.isOk()) return completion.status;
+    arrived_.advance();
+    moved_ = true;
+  }
+  return Status::ok();
+}
+
+Status RingAllGather::postSends() {
+  const size_t esize = args_.elem_size;
+  while (!sends_.next().done()) {
+    const RingCursor& next = sends_.next();
+    const std::byte* data = args_.own + next.blockOffset() * esize;
+    if (next.step() > 0) {
+      // A forward: the fragment arrived at the previous step, depth() positions earlier.
+      if (arrived_.position() + depth() <= next.position()) break;
+      data = args_.output + next.bufferOffset() * esize;
+    }
+    PSDP_ASSIGN_OR_RETURN(bool free, sends_.slotFree());
+    if (!free) break;
+    PSDP_RETURN_IF_ERROR(sends_.post(data));
+    moved_ = true;
+  }
+  return Status::ok();
+}
+
+Status RingAllGather::postRecvs() {
+  while (!posted_.done() && posted_.index() - arrived_.index() < depth()) {
+    transport::Completion& completion = op_.recvs->at(posted_.index());
+    completion.reset();
+    std::byte* dst = args_.output + posted_.bufferOffset() * args_.elem_size;
+    PSDP_RETURN_IF_ERROR(
+        op_.transport->recv(op_.leftPeer(), op_.tag, dst, posted_.count() * args_.elem_size, &completion));
+    posted_.advance();
+    moved_ = true;
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status ringAllGather(const OpContext& op, const RingAllGatherArgs& args) {
+  std::byte* own_block = args.output + args.layout.offset(op.rank) * args.elem_size;
+  if (args.own != own_block) std::memcpy(own_block, args.own, args.layout.size(op.rank) * args.elem_size);
+  RingAllGather ring(op, args);
+  return runToCompletion(op, ring);
+}
+
+}  // namespace psdp::coll

@@ -1,0 +1,27 @@
+// Pipelined ring all-gather: nranks-1 steps; at each, a rank forwards to its right neighbour the block it
+// received from its left neighbour at the step before. Fragments are received straight into the output
+// and forwarded from there: no staging, no copy. Used by all-gather and as the second half of all-reduce.
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "coll/op_context.h"
+#include "coll/ring_schedule.h"
+
+namespace psdp::coll {
+
+struct RingAllGatherArgs {
+  const std::byte* own = nullptr;  // this rank's block, layout.size(op.rank) elements: sendbuf, or in output
+  std::byte* output = nullptr;     // every block, laid out by `layout`
+  BlockLayout layout{0, 1};
+  size_t elem_size = 0;
+  size_t frag_elems = 0;
+};
+
+// REQUIRES: op.nranks >= 2. Copies `own` into its block of output when it is elsewhere. Blocks until
+// every fragment has arrived and every send has completed, or returns the first error (remote error,
+// timeout).
+Status ringAllGather(const OpContext& op, const RingAllGatherArgs& args);
+
+}  // namespace psdp::coll

@@ -1,0 +1,28 @@
+// Pipelined ring reduce-scatter: nranks-1 steps; at each, a rank forwards to its right neighbour the
+// partial sum of one block and adds what its left neighbour sent to its own input. Used by reduce-scatter
+// and as the first half of all-reduce.
+#pragma once
+
+#include <cstddef>
+
+#include "base/status.h"
+#include "coll/op_context.h"
+#include "coll/reduce_kernels.h"
+#include "coll/ring_schedule.h"
+
+namespace psdp::coll {
+
+struct RingReduceScatterArgs {
+  const std::byte* input = nullptr;  // every block, laid out by `layout`; only read
+  std::byte* output = nullptr;       // receives the reduction of block op.rank; may be that block of input
+  BlockLayout layout{0, 1};
+  size_t elem_size = 0;
+  size_t frag_elems = 0;  // REQUIRES: frag_elems * elem_size <= op.staging->slotBytes()
+  ReduceKernel kernel;
+};
+
+// REQUIRES: op.nranks >= 2; op.staging has 2 * op.depth() slots. Blocks until every fragment has been
+// reduced and every send has completed, or returns the first error (remote error, timeout).
+Status ringReduceScatter(const OpContext& op, const RingReduceScatterArgs& args);
+
+}  // namespace psdp::coll

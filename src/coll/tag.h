@@ -1,0 +1,36 @@
+// The tag of every message a collective sends. Layout of the caller's 40 bits (transport::kTagBits):
+//
+//   bit  39      never set: transport::kReservedTagBit, the backends' own (UCX's wire-up exchange)
+//   bits 23..38  context id (16 bits): communicators that share one transport never match each other
+//   bits  0..22  operation sequence number (23 bits, wrapping)
+//
+// Fragments and ring steps need no bits of their own: between one pair of ranks, messages with equal tags
+// match in the order they were posted, and both ends of a link walk the same schedule (ring_schedule.h).
+// The sequence number makes ranks that disagree on the order of collectives (a caller's bug) stall and
+// time out with a message naming the operation, instead of silently reducing one operation's data into
+// another's. 2^23 operations is far more than can be in flight, since every collective blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "transport/transport.h"
+
+namespace psdp::coll {
+
+inline constexpr int kTagSeqBits = 23;
+inline constexpr int kTagContextBits = 16;
+inline constexpr int kTagContextShift = kTagSeqBits;
+inline constexpr transport::Tag kTagSeqMask = (transport::Tag{1} << kTagSeqBits) - 1;
+inline constexpr transport::Tag kTagContextMask = (transport::Tag{1} << kTagContextBits) - 1;
+
+static_assert(kTagSeqBits + kTagContextBits < transport::kTagBits, "the top tag bit is left to the transport");
+
+// Only the low 16 bits of `context_id` and the low 23 bits of `seq` are kept.
+constexpr transport::Tag makeTag(uint32_t context_id, uint32_t seq) {
+  return ((transport::Tag{context_id} & kTagContextMask) << kTagContextShift) | (transport::Tag{seq} & kTagSeqMask);
+}
+
+static_assert((makeTag(~0u, ~0u) & ~transport::kTagMask) == 0, "collective tags fit the caller's tag bits");
+static_assert((makeTag(~0u, ~0u) & transport::kReservedTagBit) == 0, "collective tags leave the reserved bit clear");
+
+}  // namespace psdp::coll

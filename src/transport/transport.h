@@ -1,0 +1,94 @@
+// The transport interface: the point-to-point operations collective algorithms (src/coll) and the engine are
+// built on. A backend (UCX for host memory, NCCL for CUDA memory) implements it; nothing above this
+// interface names a backend except core/ and transport/registry.cc.
+//
+// Threading: send/recv/eventCount/waitEvents may be called from any one user thread while the backend's
+// own progress thread (PSDP_PROGRESS=thread) runs; the backend does the locking. Completions are written by
+// whichever thread drives progress.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/log.h"
+#include "base/status.h"
+
+namespace psdp::transport {
+
+// Matching key of a message. Only the low kTagBits bits are the caller's; the backend adds the sender's
+// rank, so a recv from `peer` never matches a message of another peer. Messages between one pair of ranks
+// with equal tags match in the order they were posted.
+using Tag = uint64_t;
+inline constexpr int kTagBits = 40;
+inline constexpr Tag kTagMask = (Tag{1} << kTagBits) - 1;
+// The top bit of the caller's tag space is the backends': it tags their own messages (UCX: connect()'s
+// wire-up exchange). send/recv reject caller tags with it set (invalid argument).
+inline constexpr Tag kReservedTagBit = Tag{1} << (kTagBits - 1);
+
+// The completion of one send or recv. Owned by the caller; it must stay alive and unmoved until isDone().
+// The backend writes `status` and then sets `done` (release), exactly once per posted operation.
+struct Completion {
+  std::atomic<bool> done{false};
+  Status status;
+
+  void reset() {
+    status = Status::ok();
+    done.store(false, std::memory_order_relaxed);
+  }
+  bool isDone() const { return done.load(std::memory_order_acquire); }
+};
+
+struct Capabilities {
+  bool host_memory = false;
+  bool cuda_memory = false;
+};
+
+struct TransportParams {
+  int rank = 0;
+  int nranks = 1;
+  psdp_progress_mode_t progress_mode = PSDP_PROGRESS_THREAD;
+  Logger log;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  virtual const char* name() const = 0;
+  virtual Capabilities capabilities() const = 0;
+
+  // This rank's address, to be all-gathered through the bootstrap.
+  virtual Result<std::vector<std::byte>> localAddress() = 0;
+
+  // Creates an endpoint to every rank (addresses indexed by rank; this rank's own entry included) and
+  // completes wire-up with each, so that the first collective does not pay for it. Collective: every
+  // rank calls it with the same table. Errors: remote (a peer unreachable), timeout.
+  virtual Status connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) = 0;
+
+  // Nonblocking. Buffers must stay valid until completion->isDone(). `bytes` may be 0. Posting to a
+  // peer already known to have failed returns remote error at once; a failure discovered later
+  // completes every pending operation with remote error.
+  virtual Status send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) = 0;
+  virtual Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) = 0;
+
+  // A counter the backend increments after every completion it sets. Waiters read it, check their
+  // completions, then call waitEvents(seen) so that no completion can slip between check and sleep.
+  virtual uint32_t eventCount() const = 0;
+
+  // Returns once eventCount() != seen, or the deadline has passed (then timeout). With a progress thread
+  // it sleeps (futex); in caller mode it drives progress itself. It may return early (spurious wakeup):
+  // callers loop. Errors: timeout, and any fatal backend error.
+  virtual Status waitEvents(uint32_t seen, const Deadline& deadline) = 0;
+
+  // Flushes every endpoint and closes it, then stops the progress thread. Call once, after every
+  // operation has completed. Blocks up to the deadline.
+  virtual Status close(const Deadline& deadline) = 0;
+};
+
+// Waits until `completion` is done, then returns its status (or timeout).
+Status waitFor(Transport& transport, const Completion& completion, const Deadline& deadline);
+
+}  // namespace psdp::transport

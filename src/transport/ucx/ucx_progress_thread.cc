@@ -1,0 +1,34 @@
+#include "transport/ucx/ucx_progress_thread.h"
+
+namespace psdp::transport::ucx {
+
+ProgressThread::ProgressThread(WorkerLoop& loop) : loop_(loop), thread_([this] { run(); }) {}
+
+ProgressThread::~ProgressThread() {
+  stop_.store(true, std::memory_order_seq_cst);
+  loop_.signal();
+  thread_.join();
+}
+
+void ProgressThread::run() {
+  int idle_polls = 0;
+  while (!stop_.load(std::memory_order_acquire)) {
+    unsigned events = loop_.progress();
+    // Let a poster that queued behind the lock go first; otherwise this loop can re-take the lock for many
+    // rounds while the poster spins.
+    while (loop_.postersWaiting()) std::this_thread::yield();
+    if (events > 0) {
+      idle_polls = 0;
+      continue;
+    }
+    bool busy = loop_.outstanding() > 0;
+    if (busy && ++idle_polls < WorkerLoop::kSpinPolls) continue;
+    idle_polls = 0;
+    // A stop request after this check is not lost: the destructor signals the worker, which makes the arm
+    // inside sleep() fail or the poll return.
+    if (stop_.load(std::memory_order_acquire)) break;
+    loop_.sleep(busy ? WorkerLoop::kMaxSleepWithOpsMs : -1);
+  }
+}
+
+}  // namespace psdp::transport::ucx

@@ -1,0 +1,44 @@
+// UCX backend for host memory: shared memory within a host, TCP (or RDMA) across hosts, as UCX chooses
+// under UCX_TLS / UCX_NET_DEVICES.
+//
+// Behaviour beyond transport.h:
+// - One UCP context and one worker per transport (communicator); tags on the wire are the caller's 40 bits
+//   with the sender's rank above them, matched with a full mask, so at most 2^24 ranks.
+// - connect() exchanges one 0-byte message with every rank (itself included) under the reserved tag bit
+//   (kReservedTagBit), then logs at info level the lanes UCX chose for each peer.
+// - A recv completes with mismatch when the message is shorter or longer than `bytes`.
+// - send/recv that return an error have not posted anything and leave the completion unwritten.
+// - Shared memory: UCX 1.13 offers posix/sysv to endpoints with peer error handling only when they are
+//   told to advertise it; psdp turns that on unless UCX_POSIX_ERROR_HANDLING or UCX_SYSV_ERROR_HANDLING is
+//   set. A dead peer on shared memory is then found only by UCX's keepalive (a process-liveness check every
+//   UCX_KEEPALIVE_INTERVAL, 20 s by default), and never for ranks inside one process; over TCP a dead
+//   peer is found as soon as its sockets close.
+// - close() and the destructor complete still-pending recvs with aborted.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/environment.h"
+#include "transport/transport.h"
+
+namespace psdp::transport::ucx {
+
+// Settings of this backend that are not psdp parameters; tests use them to pin UCX's choices without
+// touching the process environment.
+struct UcxOptions {
+  // UCX variables without the UCX_ prefix (e.g. {"TLS", "tcp,self"}), applied over the UCX_* environment.
+  std::vector<std::pair<std::string, std::string>> ucx_config;
+  // Where UCX_TLS and UCX_*_ERROR_HANDLING are looked up to decide on shared-memory error handling;
+  // null: the process environment. (UCX itself always reads the process environment.)
+  const Environment* env = nullptr;
+};
+
+// One UCP context and worker per communicator. Errors: invalidArgument (rank/nranks/progress mode, a bad
+// ucx_config entry), system (UCX could not be initialised).
+Result<std::unique_ptr<Transport>> createUcxTransport(const TransportParams& params);
+Result<std::unique_ptr<Transport>> createUcxTransport(const TransportParams& params, const UcxOptions& options);
+
+}  // namespace psdp::transport::ucx

@@ -1,0 +1,75 @@
+#include "transport/ucx/ucx_worker_loop.h"
+
+#include <poll.h>
+
+#include <utility>
+
+#include "transport/ucx/ucx_status.h"
+
+namespace psdp::transport::ucx {
+
+Result<std::unique_ptr<WorkerLoop>> WorkerLoop::create(ucp_worker_h worker, std::function<void()> after_progress) {
+  int event_fd = -1;
+  Status status = ucsStatus(ucp_worker_get_efd(worker, &event_fd), "get worker event fd");
+  if (!status.isOk()) return Status::system("{}", status.message());
+  return std::unique_ptr<WorkerLoop>(new WorkerLoop(worker, event_fd, std::move(after_progress)));
+}
+
+WorkerLoop::WorkerLoop(ucp_worker_h worker, int event_fd, std::function<void()> after_progress)
+    : worker_(worker), event_fd_(event_fd), after_progress_(std::move(after_progress)) {}
+
+WorkerLoop::PostLock::PostLock(WorkerLoop& loop) {
+  loop.posters_waiting_.fetch_add(1, std::memory_order_relaxed);
+  lock_ = std::unique_lock<std::mutex>(loop.mutex_);
+  loop.posters_waiting_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+unsigned WorkerLoop::progress() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  unsigned events = ucp_worker_progress(worker_);
+  after_progress_();
+  return events;
+}
+
+void WorkerLoop::wakeSleeper() {
+  if (sleeping_.load(std::memory_order_seq_cst)) signal();
+}
+
+void WorkerLoop::signal() {
+  // ucp_worker_signal is documented safe from any thread in every thread mode; it writes the worker's
+  // eventfd, which also makes a later ucp_worker_arm return BUSY.
+  (void)ucp_worker_signal(worker_);
+}
+
+void WorkerLoop::sleep(int timeout_ms) {
+  sleeping_.store(true, std::memory_order_seq_cst);
+  bool armed = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // Draining before arming is UCX's contract: the fd only reports events that arrive after the arm.
+    if (ucp_worker_progress(worker_) == 0) armed = ucp_worker_arm(worker_) == UCS_OK;
+    after_progress_();
+  }
+  if (armed) {
+    pollfd fd{.fd = event_fd_, .events = POLLIN, .revents = 0};
+    (void)poll(&fd, 1, timeout_ms);
+  }
+  sleeping_.store(false, std::memory_order_relaxed);
+}
+
+bool WorkerLoop::driveUntil(const std::function<bool()>& done, const Deadline& deadline) {
+  int idle_polls = 0;
+  while (!done()) {
+    if (deadline.expired()) return false;
+    if (progress() > 0) {
+      idle_polls = 0;
+      continue;
+    }
+    if (++idle_polls < kSpinPolls) continue;
+    idle_polls = 0;
+    sleep(deadline.remainingMs(kMaxSleepWithOpsMs));
+  }
+  return true;
+}
+
+}  // namespace psdp::transport::ucx

@@ -1,0 +1,93 @@
+// Access discipline for one ucp_worker shared by a user thread and a progress thread, and the protocol that
+// lets the progress side sleep on the worker's event fd.
+//
+// Locking: the worker is created UCS_THREAD_MODE_SERIALIZED and every call into it happens under mutex_.
+// psdp keeps its own per-peer bookkeeping (pending operations, failed peers) that must change atomically
+// with the UCX call that posts or completes an operation, and UCX runs completion callbacks inside
+// ucp_worker_progress. One lock around both is simpler and no slower than UCX's MULTI-mode worker lock
+// (a spinlock taken per call) plus a second lock of ours nested inside it.
+//
+// Wake-up: the sleeper sets sleeping_, progresses and arms the worker under the lock, then polls the event
+// fd. A poster, after releasing the lock, signals the worker only if it sees sleeping_ set: while the
+// progress side is busy no syscall is made per message. If the poster's post happened before the sleeper
+// took the lock, the sleeper's own progress/arm sees it; otherwise the poster sees sleeping_ and its
+// signal either makes ucp_worker_arm return BUSY or wakes the poll.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "base/deadline.h"
+#include "base/status.h"
+
+namespace psdp::transport::ucx {
+
+class WorkerLoop {
+ public:
+  // Empty progress() calls in a row before the progress side sleeps on the event fd while operations are
+  // still outstanding: long enough to catch a reply in flight, short enough not to starve ranks that
+  // share cores.
+  static constexpr int kSpinPolls = 2048;
+  // Longest sleep while operations are outstanding: UCX's keepalive, which detects dead peers on shared
+  // memory, runs only inside ucp_worker_progress.
+  static constexpr int kMaxSleepWithOpsMs = 100;
+
+  // `after_progress` runs under the lock after every ucp_worker_progress (bookkeeping of the owner).
+  // Errors: system (the worker has no event fd: it was created without UCP_FEATURE_WAKEUP).
+  static Result<std::unique_ptr<WorkerLoop>> create(ucp_worker_h worker, std::function<void()> after_progress);
+
+  WorkerLoop(const WorkerLoop&) = delete;
+  WorkerLoop& operator=(const WorkerLoop&) = delete;
+
+  // A lock for a user thread about to call into the worker: it asks a spinning progress thread to step
+  // aside, so posts are not starved by back-to-back progress calls.
+  class PostLock {
+   public:
+    explicit PostLock(WorkerLoop& loop);
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+  };
+  PostLock lockForPost() { return PostLock(*this); }
+
+  // One ucp_worker_progress plus the owner's bookkeeping, under the lock. Returns UCX's event count.
+  unsigned progress();
+
+  // Operations posted and not yet completed; the progress thread spins only while this is not zero.
+  void opStarted() { outstanding_.fetch_add(1, std::memory_order_seq_cst); }
+  void opFinished() { outstanding_.fetch_sub(1, std::memory_order_relaxed); }
+  uint64_t outstanding() const { return outstanding_.load(std::memory_order_seq_cst); }
+
+  // For posters, after releasing the lock: wakes a sleeper, if any.
+  void wakeSleeper();
+  // Wakes a sleeper unconditionally (stop requests, peer failures reported from another thread).
+  void signal();
+
+  // Progresses once more and, if that found nothing, arms the worker and polls its event fd for up to
+  // timeout_ms (-1: until an event or a signal).
+  void sleep(int timeout_ms);
+
+  // Caller-mode driving: progresses until done() holds, spinning kSpinPolls empty polls between sleeps on
+  // the event fd. Returns false once the deadline passes with done() still false.
+  bool driveUntil(const std::function<bool()>& done, const Deadline& deadline);
+
+  bool postersWaiting() const { return posters_waiting_.load(std::memory_order_relaxed) != 0; }
+
+ private:
+  WorkerLoop(ucp_worker_h worker, int event_fd, std::function<void()> after_progress);
+
+  ucp_worker_h worker_;
+  int event_fd_;  // owned by the worker
+  std::function<void()> after_progress_;
+  std::mutex mutex_;
+  std::atomic<bool> sleeping_{false};
+  std::atomic<uint32_t> posters_waiting_{0};
+  std::atomic<uint64_t> outstanding_{0};
+};
+
+}  // namespace psdp::transport::ucx

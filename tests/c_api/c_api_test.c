@@ -1,0 +1,177 @@
+/* Compiles the public header as C99 and checks the C boundary from C: ABI layout, status strings, and
+ * that bad arguments return the documented error with a message naming the argument, never a crash. */
+#include <psdp/psdp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    ++checks;                                                         \
+    if (!(cond)) {                                                    \
+      ++failures;                                                     \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                 \
+  } while (0)
+
+/* The call returns `code` and the thread's (or comm's) last error mentions `word`. */
+#define CHECK_ERROR(call, code, comm, word)                                                   \
+  do {                                                                                        \
+    psdp_status_t s_ = (call);                                                                \
+    CHECK(s_ == (code));                                                                      \
+    if (s_ != (code)) fprintf(stderr, "  got %s: %s\n", psdp_status_string(s_), psdp_get_last_error(comm)); \
+    CHECK(strstr(psdp_get_last_error(comm), (word)) != NULL);                                 \
+    if (strstr(psdp_get_last_error(comm), (word)) == NULL)                                    \
+      fprintf(stderr, "  message '%s' lacks '%s'\n", psdp_get_last_error(comm), (word));      \
+  } while (0)
+
+static void test_abi(void) {
+  /* The public struct layouts are ABI: changing them breaks compiled users. */
+  CHECK(sizeof(psdp_unique_id_t) == 128);
+  CHECK(offsetof(psdp_config_t, size) == 0);
+  CHECK(offsetof(psdp_config_t, magic) == 8);
+  CHECK(offsetof(psdp_config_t, version) == 12);
+  CHECK(offsetof(psdp_config_t, timeout_s) == 16);
+  CHECK(offsetof(psdp_config_t, chunk_bytes) == 24);
+  CHECK(offsetof(psdp_config_t, log_level) == 32);
+  CHECK(offsetof(psdp_config_t, log_file) == 40);
+  CHECK(offsetof(psdp_config_t, socket_ifname) == 48);
+  CHECK(offsetof(psdp_config_t, port_range) == 56);
+  CHECK(offsetof(psdp_config_t, progress_mode) == 64);
+  CHECK(sizeof(psdp_config_t) == 72);
+  CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
+}
+
+static void test_status_and_version(void) {
+  int version = 0;
+  CHECK(psdp_get_version(&version) == PSDP_SUCCESS);
+  CHECK(version == PSDP_VERSION_CODE);
+  CHECK(strcmp(psdp_status_string(PSDP_SUCCESS), "success") == 0);
+  CHECK(strcmp(psdp_status_string(PSDP_ERR_MISMATCH), "mismatch") == 0);
+  CHECK(strcmp(psdp_status_string((psdp_status_t)-77), "unknown status") == 0);
+  CHECK_ERROR(psdp_get_version(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "version_p");
+}
+
+static void test_params(void) {
+  psdp_param_info_t info;
+  psdp_config_t config = PSDP_CONFIG_INITIALIZER;
+  int n = psdp_param_count();
+  int found_timeout = 0;
+  CHECK(n >= 6);
+  config.timeout_s = 12.5;
+  for (int i = 0; i < n; ++i) {
+    CHECK(psdp_param_get(&config, i, &info) == PSDP_SUCCESS);
+    if (strcmp(info.env, "PSDP_TIMEOUT") == 0) {
+      found_timeout = 1;
+      CHECK(strcmp(info.value, "12.5") == 0);
+      CHECK(strcmp(info.source, "config") == 0);
+    }
+  }
+  CHECK(found_timeout);
+  CHECK_ERROR(psdp_param_get(NULL, n, &info), PSDP_ERR_INVALID_ARGUMENT, NULL, "index");
+  CHECK_ERROR(psdp_param_get(NULL, 0, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "info_p");
+  config.magic = 0;
+  CHECK_ERROR(psdp_param_get(&config, 0, &info), PSDP_ERR_INVALID_ARGUMENT, NULL, "PSDP_CONFIG_INITIALIZER");
+}
+
+static void test_init_arguments(void) {
+  psdp_unique_id_t id;
+  psdp_comm_h comm = NULL;
+  memset(&id, 0x5a, sizeof(id));
+  CHECK_ERROR(psdp_comm_init(0, &id, 0, NULL, &comm), PSDP_ERR_INVALID_ARGUMENT, NULL, "nranks");
+  CHECK_ERROR(psdp_comm_init(2, &id, 2, NULL, &comm), PSDP_ERR_INVALID_ARGUMENT, NULL, "rank 2");
+  CHECK_ERROR(psdp_comm_init(2, &id, -1, NULL, &comm), PSDP_ERR_INVALID_ARGUMENT, NULL, "rank -1");
+  CHECK_ERROR(psdp_comm_init(2, NULL, 0, NULL, &comm), PSDP_ERR_INVALID_ARGUMENT, NULL, "id");
+  CHECK_ERROR(psdp_comm_init(2, &id, 0, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm_p");
+  CHECK_ERROR(psdp_comm_init(2, &id, 0, NULL, &comm), PSDP_ERR_INVALID_ARGUMENT, NULL, "unique id");
+  CHECK(comm == NULL); /* outputs are written only on success */
+  CHECK_ERROR(psdp_get_unique_id(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "id_p");
+  CHECK_ERROR(psdp_unique_id_from_string("psdp1:nonsense", &id), PSDP_ERR_INVALID_ARGUMENT, NULL, "");
+  CHECK_ERROR(psdp_comm_init_from_env(NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm_p");
+}
+
+static void test_handle_arguments(void) {
+  int value = 0;
+  float buf[4] = {0};
+  CHECK_ERROR(psdp_comm_rank(NULL, &value), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_comm_size(NULL, &value), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_comm_finalize(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_comm_destroy(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_all_reduce(buf, buf, 4, PSDP_FLOAT32, PSDP_SUM, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL,
+              "comm");
+  /* A pointer that was never a communicator is refused, not dereferenced. */
+  CHECK_ERROR(psdp_comm_rank((psdp_comm_h)buf, &value), PSDP_ERR_INVALID_USAGE, NULL, "not a live communicator");
+}
+
+/* A one-rank communicator exercises the whole init path in-process: unique id, root thread, UCX. */
+static void test_one_rank_lifecycle(void) {
+  psdp_unique_id_t id;
+  psdp_comm_h comm = NULL;
+  char text[PSDP_UNIQUE_ID_STRING_BYTES];
+  psdp_unique_id_t parsed;
+  int rank = -1, size = -1;
+  float data[5] = {1, 2, 3, 4, 5};
+  float out[5] = {0};
+  int misaligned_storage[3];
+
+  CHECK(psdp_get_unique_id(&id) == PSDP_SUCCESS);
+  CHECK(psdp_unique_id_to_string(&id, text, sizeof(text)) == PSDP_SUCCESS);
+  CHECK(strncmp(text, "psdp1:", 6) == 0);
+  CHECK_ERROR(psdp_unique_id_to_string(&id, text, 8), PSDP_ERR_INVALID_ARGUMENT, NULL, "buf_bytes");
+  CHECK(psdp_unique_id_from_string(text, &parsed) == PSDP_SUCCESS);
+  CHECK(psdp_comm_init(1, &parsed, 0, NULL, &comm) == PSDP_SUCCESS);
+  if (comm == NULL) {
+    fprintf(stderr, "  init failed: %s\n", psdp_get_last_error(NULL));
+    ++failures;
+    return;
+  }
+  CHECK(psdp_comm_rank(comm, &rank) == PSDP_SUCCESS && rank == 0);
+  CHECK(psdp_comm_size(comm, &size) == PSDP_SUCCESS && size == 1);
+  CHECK(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS);
+  CHECK(out[0] == 1 && out[4] == 5);
+
+  /* Bad arguments: the error names the argument and the communicator stays usable. */
+  CHECK_ERROR(psdp_all_reduce(NULL, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
+              comm, "sendbuf");
+  CHECK_ERROR(psdp_all_reduce(data, NULL, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
+              comm, "recvbuf");
+  CHECK_ERROR(psdp_all_reduce(data, out, 5, (psdp_dtype_t)99, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
+              comm, "dtype");
+  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, (psdp_op_t)42, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
+              comm, "op");
+  CHECK_ERROR(psdp_all_reduce(data, out, (size_t)-1 / 2, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL),
+              PSDP_ERR_INVALID_ARGUMENT, comm, "overflows");
+  CHECK_ERROR(psdp_all_reduce(data, data + 1, 3, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
+              comm, "overlap");
+  CHECK_ERROR(psdp_all_reduce((char*)misaligned_storage + 1, out, 2, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL),
+              PSDP_ERR_INVALID_ARGUMENT, comm, "aligned");
+  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT64, PSDP_MAX, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
+              "max");
+  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, (void*)data, NULL), PSDP_ERR_UNSUPPORTED,
+              comm, "stream");
+  CHECK(psdp_reduce_scatter(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS);
+  CHECK(psdp_all_gather(data, out, 5, PSDP_FLOAT32, comm, NULL, NULL) == PSDP_SUCCESS);
+  CHECK(out[2] == 3);
+
+  CHECK(psdp_comm_finalize(comm) == PSDP_SUCCESS);
+  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_USAGE, comm,
+              "finalized");
+  CHECK(psdp_comm_destroy(comm) == PSDP_SUCCESS);
+  /* Use after destroy: refused with invalid usage, never a crash. */
+  CHECK_ERROR(psdp_comm_rank(comm, &rank), PSDP_ERR_INVALID_USAGE, NULL, "not a live communicator");
+  CHECK_ERROR(psdp_comm_destroy(comm), PSDP_ERR_INVALID_USAGE, NULL, "not a live communicator");
+}
+
+int main(void) {
+  test_abi();
+  test_status_and_version();
+  test_params();
+  test_init_arguments();
+  test_handle_arguments();
+  test_one_rank_lifecycle();
+  printf("%d passed, %d failed\n", checks - failures, failures);
+  return failures == 0 ? 0 : 1;
+}

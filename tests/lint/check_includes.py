@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Checks the include rule of ARCHITECTURE.md and STYLE.md: each room of src/ includes only itself and
+the rooms below it, and tools, perf and bindings include only the public header. Prints every violation
+and exits 1 if there is any."""
+import re
+import sys
+from pathlib import Path
+
+# room -> rooms (path prefixes under src/) it may include, itself included.
+ALLOWED = {
+    "base": ["base/"],
+    "transport": ["base/", "transport/transport.h"],
+    "transport/ucx": ["base/", "transport/transport.h", "transport/ucx/"],
+    "transport/nccl": ["base/", "transport/transport.h", "transport/nccl/"],
+    "transport/registry": ["base/", "transport/"],
+    "topo": ["base/", "topo/"],
+    "coll": ["base/", "transport/transport.h", "coll/"],
+    "shard": ["base/", "shard/"],
+    "tune": ["base/", "tune/"],
+    "engine": ["base/", "transport/transport.h", "coll/", "shard/", "tune/", "engine/"],
+    "core": ["base/", "topo/", "transport/", "coll/", "shard/", "tune/", "engine/", "core/"],
+    "api": ["base/", "topo/", "transport/", "coll/", "shard/", "tune/", "engine/", "core/", "api/"],
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+SOURCES = {".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh"}
+
+
+def room_of(rel: str) -> str:
+    """The room a file under src/ belongs to: the longest matching folder (or registry file)."""
+    if rel.startswith("transport/registry."):
+        return "transport/registry"
+    for room in sorted(ALLOWED, key=len, reverse=True):
+        if rel.startswith(room + "/"):
+            return room
+    return ""
+
+
+def check_src(src: Path) -> list:
+    problems = []
+    for path in sorted(src.rglob("*")):
+        if path.suffix not in SOURCES:
+            continue
+        rel = path.relative_to(src).as_posix()
+        room = room_of(rel)
+        if not room:
+            problems.append(f"src/{rel}: not inside a known room {sorted(ALLOWED)}")
+            continue
+        for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            target = m.group(1)
+            if "/" not in target:
+                continue  # a file next to this one (generated or local)
+            if not any(target == a or (a.endswith("/") and target.startswith(a)) for a in ALLOWED[room]):
+                problems.append(f"src/{rel}:{lineno}: room '{room}' includes \"{target}\" from a room above it")
+    return problems
+
+
+def check_public_only(root: Path, folder: str) -> list:
+    problems = []
+    base = root / folder
+    if not base.exists():
+        return problems
+    rooms = tuple(r.split("/")[0] + "/" for r in ALLOWED)
+    for path in sorted(base.rglob("*")):
+        if path.suffix not in SOURCES:
+            continue
+        for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            m = INCLUDE.match(line)
+            if m and m.group(1).startswith(rooms):
+                problems.append(f"{path.relative_to(root)}:{lineno}: {folder}/ may use only the public header, "
+                                f"not \"{m.group(1)}\"")
+    return problems
+
+
+def main() -> int:
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2])
+    problems = check_src(root / "src")
+    for folder in ("tools", "perf", "bindings"):
+        problems += check_public_only(root, folder)
+    for p in problems:
+        print(p)
+    print(f"include rule: {len(problems)} violation(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+#include "base/config.h"
+
+#include <gtest/gtest.h>
+
+namespace psdp {
+namespace {
+
+const ParamSpec& spec(const char* env) {
+  for (const ParamSpec& p : params()) {
+    if (std::string(p.env) == env) return p;
+  }
+  ADD_FAILURE() << "no parameter " << env;
+  return params()[0];
+}
+
+MapEnvironment envOf(std::map<std::string, std::string> vars) { return MapEnvironment(std::move(vars)); }
+
+size_t indexOf(const char* env) { return &spec(env) - params().data(); }
+
+TEST(ConfigTest, DefaultsComeFromTheTable) {
+  auto c = Config::resolve(nullptr, MapEnvironment());
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c.value().timeout_s, 600);
+  EXPECT_EQ(c.value().chunk_bytes, size_t{1} << 20);
+  EXPECT_EQ(c.value().log_level, PSDP_LOG_WARN);
+  EXPECT_EQ(c.value().progress_mode, PSDP_PROGRESS_THREAD);
+  EXPECT_EQ(c.value().port_range.lo, 29600);
+  EXPECT_EQ(c.value().port_range.hi, 29699);
+  for (size_t i = 0; i < params().size(); ++i) EXPECT_EQ(c.value().sources[i], ParamSource::kDefault);
+}
+
+TEST(ConfigTest, EnvironmentOverridesDefault) {
+  MapEnvironment env({{"PSDP_TIMEOUT", "2.5"}, {"PSDP_CHUNK_BYTES", "64K"}, {"PSDP_LOG_LEVEL", "debug"},
+                      {"PSDP_PORT_RANGE", "40000-40010"}, {"PSDP_PROGRESS", "caller"}});
+  auto c = Config::resolve(nullptr, env);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c.value().timeout_s, 2.5);
+  EXPECT_EQ(c.value().chunk_bytes, 64u << 10);
+  EXPECT_EQ(c.value().log_level, PSDP_LOG_DEBUG);
+  EXPECT_EQ(c.value().port_range.lo, 40000);
+  EXPECT_EQ(c.value().progress_mode, PSDP_PROGRESS_CALLER);
+  EXPECT_EQ(c.value().sources[indexOf("PSDP_TIMEOUT")], ParamSource::kEnv);
+  EXPECT_EQ(c.value().sources[indexOf("PSDP_LOG_FILE")], ParamSource::kDefault);
+}
+
+TEST(ConfigTest, CallerFieldOverridesEnvironment) {
+  psdp_config_t user = PSDP_CONFIG_INITIALIZER;
+  user.timeout_s = 7;
+  user.log_file = "/tmp/psdp-%r.log";
+  MapEnvironment env({{"PSDP_TIMEOUT", "3"}, {"PSDP_LOG_FILE", "/other"}, {"PSDP_CHUNK_BYTES", "4096"}});
+  auto c = Config::resolve(&user, env);
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c.value().timeout_s, 7);
+  EXPECT_EQ(c.value().log_file, "/tmp/psdp-%r.log");
+  EXPECT_EQ(c.value().chunk_bytes, 4096u);  // unset in the struct: the environment wins over the default
+  EXPECT_EQ(c.value().sources[indexOf("PSDP_TIMEOUT")], ParamSource::kConfig);
+  EXPECT_EQ(c.value().sources[indexOf("PSDP_CHUNK_BYTES")], ParamSource::kEnv);
+}
+
+TEST(ConfigTest, OlderCallerStructIsBackfilled) {
+  // A caller compiled when psdp_config_t ended before log_level: later fields must not be read.
+  psdp_config_t user = PSDP_CONFIG_INITIALIZER;
+  user.size = offsetof(psdp_config_t, log_level);
+  user.chunk_bytes = 8192;
+  user.log_level = 12345;        // beyond the caller's size: garbage that must be ignored
+  user.progress_mode = 999;
+  auto c = Config::resolve(&user, envOf({{"PSDP_LOG_LEVEL", "info"}}));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c.value().chunk_bytes, 8192u);
+  EXPECT_EQ(c.value().log_level, PSDP_LOG_INFO);
+  EXPECT_EQ(c.value().progress_mode, PSDP_PROGRESS_THREAD);
+}
+
+TEST(ConfigTest, BadValuesNameTheVariableOrField) {
+  struct Case {
+    const char* env;
+    const char* value;
+  } cases[] = {{"PSDP_TIMEOUT", "soon"},        {"PSDP_TIMEOUT", "-1"},      {"PSDP_TIMEOUT", "0"},
+               {"PSDP_CHUNK_BYTES", "12Q"},     {"PSDP_CHUNK_BYTES", "16"},  {"PSDP_CHUNK_BYTES", "99999999999G"},
+               {"PSDP_LOG_LEVEL", "loud"},      {"PSDP_PORT_RANGE", "9-1"},  {"PSDP_PORT_RANGE", "0-10"},
+               {"PSDP_PORT_RANGE", "1-70000"},  {"PSDP_PROGRESS", "spin"}};
+  for (const Case& c : cases) {
+    auto r = Config::resolve(nullptr, envOf({{c.env, c.value}}));
+    ASSERT_FALSE(r.isOk()) << c.env << "=" << c.value;
+    EXPECT_EQ(r.status().code(), PSDP_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(r.status().message().find(c.env), std::string::npos) << r.status().message();
+  }
+  psdp_config_t user = PSDP_CONFIG_INITIALIZER;
+  user.log_level = 42;
+  auto r = Config::resolve(&user, MapEnvironment());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("config field for PSDP_LOG_LEVEL"), std::string::npos) << r.status().message();
+}
+
+TEST(ConfigTest, UninitialisedStructIsRejected) {
+  psdp_config_t user{};
+  auto r = Config::resolve(&user, MapEnvironment());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), PSDP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(r.status().message().find("PSDP_CONFIG_INITIALIZER"), std::string::npos);
+}
+
+TEST(ConfigTest, ParseBytes) {
+  EXPECT_EQ(parseBytes("0").value(), 0u);
+  EXPECT_EQ(parseBytes("512").value(), 512u);
+  EXPECT_EQ(parseBytes("4k").value(), 4096u);
+  EXPECT_EQ(parseBytes("3M").value(), 3u << 20);
+  EXPECT_EQ(parseBytes("2G").value(), size_t{2} << 30);
+  EXPECT_FALSE(parseBytes("").isOk());
+  EXPECT_FALSE(parseBytes("M").isOk());
+  EXPECT_FALSE(parseBytes("-1").isOk());
+  EXPECT_FALSE(parseBytes("1.5M").isOk());
+  EXPECT_FALSE(parseBytes("17179869184G").isOk());
+}
+
+TEST(ConfigTest, EveryParameterIsDocumented) {
+  for (const ParamSpec& p : params()) {
+    EXPECT_EQ(std::string(p.env).rfind("PSDP_", 0), 0u) << p.env;
+    EXPECT_GT(std::string(p.help).size(), 20u) << p.env;
+    EXPECT_NE(p.type, nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace psdp

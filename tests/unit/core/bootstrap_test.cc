@@ -1,0 +1,378 @@
+// The TCP bootstrap over real loopback sockets, ranks as threads. Every wait is bounded by a deadline, and
+// no test sleeps to synchronise: ordering comes from the protocol (e.g. a raw client reads "accepted").
+#include "core/bootstrap.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <latch>
+#include <thread>
+
+#include "core/bootstrap_protocol.h"
+#include "core/net_address.h"
+#include "unit/core/bootstrap_test_util.h"
+
+namespace psdp::core {
+namespace {
+
+using testing::jobOf;
+using testing::loopbackConfig;
+using testing::payloadFor;
+using testing::RankSpec;
+using testing::RawClient;
+using testing::runRanks;
+using testing::Table;
+using Clock = std::chrono::steady_clock;
+
+JobSecret secretOf(uint8_t seed) {
+  JobSecret s{};
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed + i * 3);
+  return s;
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::unique_ptr<RootServer> startRoot(const JobSecret& secret, double deadline_s = 10,
+                                      const Config& config = loopbackConfig()) {
+  auto root = RootServer::start("127.0.0.1", 0, secret, config, Deadline::after(deadline_s));
+  EXPECT_TRUE(root.isOk()) << root.status().toString();
+  return root.isOk() ? std::move(root).value() : nullptr;
+}
+
+void expectFullTable(const Result<Table>& result, int nranks, size_t who) {
+  ASSERT_TRUE(result.isOk()) << "rank thread " << who << ": " << result.status().toString();
+  ASSERT_EQ(result.value().size(), static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) EXPECT_EQ(result.value()[static_cast<size_t>(r)], payloadFor(r)) << "rank " << r;
+}
+
+void expectError(const Result<Table>& result, psdp_status_t code, std::initializer_list<const char*> words) {
+  ASSERT_FALSE(result.isOk());
+  EXPECT_EQ(result.status().code(), code) << result.status().toString();
+  for (const char* w : words) {
+    EXPECT_NE(result.status().message().find(w), std::string::npos) << result.status().message();
+  }
+}
+
+bootstrap::Frame helloFrame(const JobSecret& secret, int rank, int nranks) {
+  bootstrap::Hello hello;
+  hello.secret = secret;
+  hello.rank = static_cast<uint32_t>(rank);
+  hello.nranks = static_cast<uint32_t>(nranks);
+  hello.wait_ms = UINT32_MAX;
+  hello.payload = payloadFor(rank);
+  return bootstrap::encodeHello(hello);
+}
+
+class RendezvousSizeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(RendezvousSizeTest, EveryRankGetsEveryPayload) {
+  const int n = GetParam();
+  auto root = startRoot(secretOf(1));
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(root->id().host, "127.0.0.1");
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", root->id().port, jobOf(n, secretOf(1)), loopbackConfig(), 10);
+  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], n, i);
+  EXPECT_LT(secondsSince(start), 3.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RendezvousSizeTest, ::testing::Values(1, 2, 3, 7));
+
+// Clients given port 0 scan the range, skip a listener that never speaks, skip another job's root (which
+// drops their hello), and find theirs.
+TEST(BootstrapTest, PortRangeScanFindsTheRootWithOurSecret) {
+  auto silent_addr = SockAddr::numeric("127.0.0.1", 0);
+  ASSERT_TRUE(silent_addr.isOk());
+  auto silent = listenOn(silent_addr.value());
+  ASSERT_TRUE(silent.isOk()) << silent.status().toString();
+  auto silent_port = localAddress(silent.value().get());
+  ASSERT_TRUE(silent_port.isOk());
+  int lo = silent_port.value().port();
+  Config config = loopbackConfig();
+  config.port_range = PortRange{lo + 1, lo + 16};
+  auto other_job = startRoot(secretOf(2), 10, config);
+  auto ours = startRoot(secretOf(3), 10, config);
+  ASSERT_TRUE(other_job && ours);
+  EXPECT_LT(other_job->id().port, ours->id().port);
+  config.port_range.lo = lo;  // clients also scan the silent listener's port
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", 0, jobOf(3, secretOf(3)), config, 10);
+  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 3, i);
+  EXPECT_LT(secondsSince(start), 5.0);
+  EXPECT_FALSE(other_job->finished());
+}
+
+TEST(BootstrapTest, NranksMismatchFailsEveryRank) {
+  auto root = startRoot(secretOf(4));
+  ASSERT_NE(root, nullptr);
+  std::vector<RankSpec> specs = {{0, 3, secretOf(4), 0}, {1, 3, secretOf(4), 0}, {2, 4, secretOf(4), 0}};
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", root->id().port, specs, loopbackConfig(), 10);
+  for (const auto& r : results) expectError(r, PSDP_ERR_MISMATCH, {"nranks 3", "nranks 4", "127.0.0.1:"});
+  EXPECT_LT(secondsSince(start), 3.0);
+}
+
+TEST(BootstrapTest, DuplicateRankFailsEveryRank) {
+  auto root = startRoot(secretOf(5));
+  ASSERT_NE(root, nullptr);
+  std::vector<RankSpec> specs = {{0, 3, secretOf(5), 0}, {0, 3, secretOf(5), 0}, {1, 3, secretOf(5), 0}};
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", root->id().port, specs, loopbackConfig(), 10);
+  for (const auto& r : results) expectError(r, PSDP_ERR_MISMATCH, {"rank 0 was claimed by two processes"});
+  EXPECT_LT(secondsSince(start), 3.0);
+}
+
+// A client with the wrong secret, claiming a real rank while the real ranks are mid-rendezvous, is dropped
+// without taking that rank. Rank 0 registers by hand first, so the order is fixed by the protocol.
+TEST(BootstrapTest, WrongSecretIsDroppedAndRealRanksSucceed) {
+  auto root = startRoot(secretOf(6));
+  ASSERT_NE(root, nullptr);
+  auto rank0 = RawClient::connect(root->id().port);
+  ASSERT_TRUE(rank0.isOk());
+  ASSERT_TRUE(rank0.value().readServerHello().isOk());
+  ASSERT_TRUE(rank0.value().send(helloFrame(secretOf(6), 0, 2)).isOk());
+  auto accepted = rank0.value().readFrameType();
+  ASSERT_TRUE(accepted.isOk());
+  ASSERT_EQ(accepted.value(), static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
+
+  auto intruder = runRanks("127.0.0.1", root->id().port, {{1, 2, secretOf(7), 0}}, loopbackConfig(), 10);
+  expectError(intruder[0], PSDP_ERR_MISMATCH, {"rejected our hello", "secret"});
+  auto rank1 = runRanks("127.0.0.1", root->id().port, {{1, 2, secretOf(6), 0}}, loopbackConfig(), 10);
+  expectFullTable(rank1[0], 2, 1);
+  auto table = rank0.value().readFrameType();
+  ASSERT_TRUE(table.isOk()) << table.status().toString();
+  EXPECT_EQ(table.value(), static_cast<uint16_t>(bootstrap::FrameType::kTable));
+}
+
+// Peers that break the protocol in every way we know, connected before and during a real rendezvous:
+// the ranks still finish well within the 5 s a stalled peer is allowed.
+TEST(BootstrapTest, HostileClientsDoNotDisturbARealRendezvous) {
+  auto root = startRoot(secretOf(8));
+  ASSERT_NE(root, nullptr);
+  uint16_t port = root->id().port;
+  bootstrap::Frame good = helloFrame(secretOf(8), 0, 4);
+  auto mutate = [&](size_t at, std::byte value) {
+    bootstrap::Frame f = good;
+    f[at] = value;
+    return f;
+  };
+  bootstrap::Frame oversized = bootstrap::encodeEmpty(bootstrap::FrameType::kHello);
+  oversized[8] = std::byte{0x01};  // body of 2^56 bytes
+  bootstrap::Frame inconsistent = good;
+  inconsistent[bootstrap::kHeaderBytes + 31] = std::byte{0x7f};  // payload length disagrees with the frame
+  std::vector<bootstrap::Frame> dropped_at_once = {
+      bootstrap::Frame(64, std::byte{0x5a}),  // garbage
+      mutate(0, std::byte{0x00}),             // wrong magic
+      mutate(5, std::byte{0x09}),             // wrong version
+      mutate(7, std::byte{0x04}),             // a table where a hello belongs
+      oversized,
+      inconsistent,
+      bootstrap::Frame(good.begin(), good.begin() + 20),  // truncated hello, then close (below)
+  };
+  std::vector<RawClient> hostile;
+  for (const auto& frame : dropped_at_once) {
+    auto c = RawClient::connect(port);
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    ASSERT_TRUE(c.value().send(frame).isOk());
+    hostile.push_back(std::move(c).value());
+  }
+  auto loris = RawClient::connect(port);    // sends nothing
+  auto trickle = RawClient::connect(port);  // half a header, then nothing
+  ASSERT_TRUE(loris.isOk() && trickle.isOk());
+  ASSERT_TRUE(trickle.value().send(std::span(good).first(5)).isOk());
+  hostile.back() = RawClient();  // the truncated one closes
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", port, jobOf(4, secretOf(8)), loopbackConfig(), 10);
+  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 4, i);
+  EXPECT_LT(secondsSince(start), 3.0);
+  for (size_t i = 0; i + 1 < hostile.size(); ++i) EXPECT_TRUE(hostile[i].closedWithin(3)) << "hostile client " << i;
+  // The rendezvous is over: the root lets go of the stalled peers too.
+  EXPECT_TRUE(loris.value().closedWithin(3));
+  EXPECT_TRUE(trickle.value().closedWithin(3));
+}
+
+TEST(BootstrapTest, StalledClientIsDroppedAfterTheHelloTimeout) {
+  Config config = loopbackConfig();
+  config.timeout_s = 0.3;  // the hello timeout is min(5 s, PSDP_TIMEOUT)
+  auto root = startRoot(secretOf(9), 10, config);
+  ASSERT_NE(root, nullptr);
+  auto loris = RawClient::connect(root->id().port);
+  ASSERT_TRUE(loris.isOk());
+  auto start = Clock::now();
+  ASSERT_TRUE(loris.value().readServerHello().isOk());
+  EXPECT_TRUE(loris.value().closedWithin(3));
+  EXPECT_GE(secondsSince(start), 0.2);
+  EXPECT_FALSE(root->finished());  // one bad peer does not end the rendezvous
+}
+
+TEST(BootstrapTest, RootDeadlineNamesTheMissingRank) {
+  auto root = startRoot(secretOf(10), 1.0);
+  ASSERT_NE(root, nullptr);
+  std::vector<RankSpec> specs = {{0, 3, secretOf(10), 0}, {1, 3, secretOf(10), 0}};
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", root->id().port, specs, loopbackConfig(), 5);
+  for (const auto& r : results) expectError(r, PSDP_ERR_TIMEOUT, {"ranks 2 of 3", "within 1 s (PSDP_TIMEOUT)"});
+  EXPECT_LT(secondsSince(start), 3.0);
+}
+
+// The clients give up first: the root answers each just before, so they still learn who is missing.
+TEST(BootstrapTest, ClientDeadlineStillNamesTheMissingRank) {
+  auto root = startRoot(secretOf(11), 10);
+  ASSERT_NE(root, nullptr);
+  std::vector<RankSpec> specs = {{0, 3, secretOf(11), 0}, {2, 3, secretOf(11), 0}};
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", root->id().port, specs, loopbackConfig(), 1.0);
+  // Both clients time out together; whichever the root answers second may also hear that the first left.
+  for (const auto& r : results) expectError(r, PSDP_ERR_TIMEOUT, {"ranks 1 of 3", "the client's own timeout"});
+  EXPECT_LT(secondsSince(start), 2.0);
+}
+
+TEST(BootstrapTest, NoRootTimesOutNamingTheAddress) {
+  auto addr = SockAddr::numeric("127.0.0.1", 0);
+  auto closed = listenOn(addr.value());
+  ASSERT_TRUE(closed.isOk());
+  uint16_t port = localAddress(closed.value().get()).value().port();
+  closed.value().reset();  // nobody listens there now
+  auto start = Clock::now();
+  auto results = runRanks("127.0.0.1", port, jobOf(1, secretOf(12)), loopbackConfig(), 0.5);
+  expectError(results[0], PSDP_ERR_TIMEOUT, {fmt::format("127.0.0.1:{}", port).c_str(), "within"});
+  EXPECT_LT(secondsSince(start), 2.0);
+}
+
+TEST(BootstrapTest, DestroyingAWaitingRootJoinsPromptly) {
+  auto root = startRoot(secretOf(13), 60);
+  ASSERT_NE(root, nullptr);
+  auto client = RawClient::connect(root->id().port);
+  ASSERT_TRUE(client.isOk());
+  ASSERT_TRUE(client.value().readServerHello().isOk());
+  ASSERT_TRUE(client.value().send(helloFrame(secretOf(13), 0, 2)).isOk());
+  auto accepted = client.value().readFrameType();
+  ASSERT_TRUE(accepted.isOk());
+  EXPECT_EQ(accepted.value(), static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
+  auto start = Clock::now();
+  root.reset();
+  EXPECT_LT(secondsSince(start), 1.0);
+  auto aborted = client.value().readFrameType();  // told, rather than left to find a closed socket
+  ASSERT_TRUE(aborted.isOk()) << aborted.status().toString();
+  EXPECT_EQ(aborted.value(), static_cast<uint16_t>(bootstrap::FrameType::kError));
+  EXPECT_TRUE(client.value().closedWithin(2));
+}
+
+// The owner (rank 0's communicator) destroys the root as soon as its own table arrives. Tables far larger
+// than the other ranks' (shrunk) socket buffers must still reach them, though they only start reading once
+// the destructor runs.
+TEST(BootstrapTest, DestroyingTheRootAfterTheRendezvousStillDeliversEveryTable) {
+  constexpr int kRanks = 8;
+  auto root = startRoot(secretOf(17));
+  ASSERT_NE(root, nullptr);
+  std::vector<RawClient> others;
+  for (int r = 1; r < kRanks; ++r) {
+    bootstrap::Hello hello;
+    hello.secret = secretOf(17);
+    hello.rank = static_cast<uint32_t>(r);
+    hello.nranks = kRanks;
+    hello.wait_ms = UINT32_MAX;
+    hello.payload.assign(bootstrap::kMaxPayloadBytes, static_cast<std::byte>(r));
+    auto c = RawClient::connect(root->id().port, 4096);
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    ASSERT_TRUE(c.value().readServerHello().isOk());
+    ASSERT_TRUE(c.value().send(bootstrap::encodeHello(hello)).isOk());
+    auto accepted = c.value().readFrameType();
+    ASSERT_TRUE(accepted.isOk() && accepted.value() == static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
+    others.push_back(std::move(c).value());
+  }
+  std::vector<Result<uint16_t>> received(others.size(), Result<uint16_t>(Status::internal("not read")));
+  std::latch start_reading(1);
+  std::vector<std::thread> readers;
+  for (size_t i = 0; i < others.size(); ++i) {
+    readers.emplace_back([&, i] {
+      start_reading.wait();
+      received[i] = others[i].readFrameType();
+    });
+  }
+  auto mine = exchangeViaRoot(root->id(), 0, kRanks, {}, loopbackConfig(), Deadline::after(10), nullptr);
+  start_reading.count_down();
+  auto start = Clock::now();
+  root.reset();
+  EXPECT_LT(secondsSince(start), 1.5);
+  for (auto& t : readers) t.join();
+  ASSERT_TRUE(mine.isOk()) << mine.status().toString();
+  EXPECT_EQ(mine.value()[kRanks - 1].size(), bootstrap::kMaxPayloadBytes);
+  for (size_t i = 0; i < received.size(); ++i) {
+    ASSERT_TRUE(received[i].isOk()) << "rank " << i + 1 << ": " << received[i].status().toString();
+    EXPECT_EQ(received[i].value(), static_cast<uint16_t>(bootstrap::FrameType::kTable));
+  }
+}
+
+// A registered rank whose connection dies is forgotten, so a restarted process can take its place.
+TEST(BootstrapTest, RankThatLeftCanRejoin) {
+  auto root = startRoot(secretOf(14));
+  ASSERT_NE(root, nullptr);
+  {
+    auto early = RawClient::connect(root->id().port);
+    ASSERT_TRUE(early.isOk());
+    ASSERT_TRUE(early.value().readServerHello().isOk());
+    ASSERT_TRUE(early.value().send(helloFrame(secretOf(14), 0, 2)).isOk());
+    ASSERT_TRUE(early.value().readFrameType().isOk());
+  }
+  auto results = runRanks("127.0.0.1", root->id().port, jobOf(2, secretOf(14)), loopbackConfig(), 10);
+  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 2, i);
+}
+
+TEST(BootstrapTest, DetachedRootsServeARendezvousEach) {
+  for (int job = 0; job < 2; ++job) {
+    auto id = startDetachedRoot(loopbackConfig());
+    ASSERT_TRUE(id.isOk()) << id.status().toString();
+    EXPECT_EQ(id.value().host, "127.0.0.1");
+    std::vector<RankSpec> specs = jobOf(2, id.value().secret);
+    auto results = runRanks(id.value().host, id.value().port, specs, loopbackConfig(), 10);
+    for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 2, i);
+  }
+}
+
+TEST(BootstrapTest, ArgumentErrors) {
+  RendezvousId id{"127.0.0.1", 1, secretOf(15)};
+  Config config = loopbackConfig();
+  std::vector<std::byte> big(bootstrap::kMaxPayloadBytes + 1);
+  auto r = exchangeViaRoot(id, 0, 1, big, config, Deadline::after(1), nullptr);
+  expectError(r, PSDP_ERR_INVALID_ARGUMENT, {"payload"});
+  expectError(exchangeViaRoot(id, 2, 2, {}, config, Deadline::after(1), nullptr), PSDP_ERR_INVALID_ARGUMENT,
+              {"rank 2"});
+  expectError(exchangeViaRoot(id, 0, 0, {}, config, Deadline::after(1), nullptr), PSDP_ERR_INVALID_ARGUMENT,
+              {"nranks"});
+  id.port = 0;  // scan, but there is no range
+  expectError(exchangeViaRoot(id, 0, 1, {}, config, Deadline::after(1), nullptr), PSDP_ERR_INVALID_ARGUMENT,
+              {"PSDP_PORT_RANGE"});
+}
+
+TEST(BootstrapTest, StartReportsBusyPorts) {
+  auto addr = SockAddr::numeric("127.0.0.1", 0);
+  auto busy = listenOn(addr.value());
+  ASSERT_TRUE(busy.isOk());
+  int port = localAddress(busy.value().get()).value().port();
+  Config config = loopbackConfig();
+  auto fixed = RootServer::start("127.0.0.1", static_cast<uint16_t>(port), secretOf(16), config, Deadline::after(1));
+  ASSERT_FALSE(fixed.isOk());
+  EXPECT_EQ(fixed.status().code(), PSDP_ERR_SYSTEM);
+  config.port_range = PortRange{port, port};
+  auto ranged = RootServer::start("127.0.0.1", 0, secretOf(16), config, Deadline::after(1));
+  ASSERT_FALSE(ranged.isOk());
+  EXPECT_NE(ranged.status().message().find("PSDP_PORT_RANGE"), std::string::npos) << ranged.status().message();
+}
+
+TEST(BootstrapTest, InterfaceSelection) {
+  auto lo = interfaceAddress("lo");
+  ASSERT_TRUE(lo.isOk()) << lo.status().toString();
+  EXPECT_EQ(lo.value(), "127.0.0.1");
+  auto any = interfaceAddress("");
+  ASSERT_TRUE(any.isOk()) << any.status().toString();
+  EXPECT_TRUE(SockAddr::numeric(any.value(), 0).isOk());
+  auto none = interfaceAddress("psdp-no-such0");
+  ASSERT_FALSE(none.isOk());
+  EXPECT_NE(none.status().message().find("psdp-no-such0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace psdp::core

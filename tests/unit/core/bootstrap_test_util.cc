@@ -1,0 +1,104 @@
+#include "unit/core/bootstrap_test_util.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "core/bootstrap_protocol.h"
+
+namespace psdp::core::testing {
+
+Config loopbackConfig() {
+  Config config = Config::defaults();
+  config.timeout_s = 10;
+  config.socket_ifname = "lo";
+  config.port_range = PortRange{};
+  return config;
+}
+
+std::vector<std::byte> payloadFor(int rank) {
+  std::vector<std::byte> out(static_cast<size_t>(rank) * 13);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>((rank * 31 + i * 7) & 0xff);
+  return out;
+}
+
+std::vector<RankSpec> jobOf(int nranks, const JobSecret& secret) {
+  std::vector<RankSpec> specs;
+  for (int r = 0; r < nranks; ++r) specs.push_back(RankSpec{r, nranks, secret, 0});
+  return specs;
+}
+
+std::vector<Result<Table>> runRanks(const std::string& host, uint16_t port, const std::vector<RankSpec>& specs,
+                                    const Config& config, double timeout_s) {
+  std::vector<Result<Table>> results(specs.size(), Result<Table>(Status::internal("rank thread did not run")));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      const RankSpec& spec = specs[i];
+      RendezvousId id{host, spec.port != 0 ? spec.port : port, spec.secret};
+      auto log = makeRankLogger(spec.rank, config);
+      results[i] = exchangeViaRoot(id, spec.rank, spec.nranks, payloadFor(spec.rank), config,
+                                   Deadline::after(timeout_s), log.isOk() ? log.value() : nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+Result<RawClient> RawClient::connect(uint16_t port, int rcvbuf) {
+  PSDP_ASSIGN_OR_RETURN(SockAddr addr, SockAddr::numeric("127.0.0.1", port));
+  RawClient client;
+  if (rcvbuf == 0) {
+    PSDP_ASSIGN_OR_RETURN(client.socket_, Socket::connect(addr, Deadline::after(5)));
+    return client;
+  }
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Status::fromErrno(errno, "socket");
+  if (setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) != 0) {
+    return Status::fromErrno(errno, "SO_RCVBUF");
+  }
+  // Loopback's 64 KiB segments would let the root's send buffer grow to megabytes at once (Linux sizes
+  // it from the segment size); a small segment keeps it small.
+  int mss = 536;
+  if (setsockopt(fd.get(), IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss)) != 0)
+    return Status::fromErrno(errno, "TCP_MAXSEG");
+  // Blocking is fine: a loopback connect to a listening socket completes at once.
+  if (::connect(fd.get(), addr.get(), addr.size()) != 0) return Status::fromErrno(errno, "connect");
+  client.socket_ = Socket(std::move(fd));
+  return client;
+}
+
+Status RawClient::readServerHello() {
+  PSDP_ASSIGN_OR_RETURN(uint16_t type, readFrameType());
+  if (type != static_cast<uint16_t>(bootstrap::FrameType::kServerHello)) return Status::remote("frame type {}", type);
+  return Status::ok();
+}
+
+Status RawClient::send(std::span<const std::byte> bytes) {
+  return socket_.sendAll(bytes, Deadline::after(5));
+}
+
+Result<uint16_t> RawClient::readFrameType() {
+  std::array<std::byte, bootstrap::kHeaderBytes> bytes{};
+  PSDP_RETURN_IF_ERROR(socket_.recvAll(bytes, Deadline::after(5)));
+  auto header = bootstrap::decodeHeader(bytes);
+  if (header.body_bytes > (uint64_t{1} << 26)) return Status::remote("frame body of {} bytes", header.body_bytes);
+  std::vector<std::byte> body(header.body_bytes);
+  PSDP_RETURN_IF_ERROR(socket_.recvAll(body, Deadline::after(5)));
+  return header.type;
+}
+
+bool RawClient::closedWithin(double seconds) {
+  Deadline deadline = Deadline::after(seconds);
+  std::array<std::byte, 1> byte{};
+  for (;;) {
+    Status s = socket_.recvAll(byte, deadline);
+    if (s.code() == PSDP_ERR_REMOTE) return true;
+    if (!s.isOk()) return false;
+  }
+}
+
+}  // namespace psdp::core::testing

@@ -1,0 +1,59 @@
+// Helpers for the bootstrap tests: ranks as threads, and raw clients that speak (or abuse) the protocol
+// by hand.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/config.h"
+#include "base/deadline.h"
+#include "core/bootstrap.h"
+#include "core/socket.h"
+
+namespace psdp::core::testing {
+
+using Table = std::vector<std::vector<std::byte>>;
+
+// Defaults with loopback only, the kernel's choice of port and a 10 s timeout.
+Config loopbackConfig();
+
+// A payload no other rank has: its length and contents depend on the rank (rank 0's is empty).
+std::vector<std::byte> payloadFor(int rank);
+
+struct RankSpec {
+  int rank = 0;
+  int nranks = 1;
+  JobSecret secret{};
+  uint16_t port = 0;  // overrides the id's port when not 0
+};
+
+// Runs exchangeViaRoot for every spec in its own thread against `host`, each with `timeout_s`, and
+// returns the results in spec order.
+std::vector<Result<Table>> runRanks(const std::string& host, uint16_t port, const std::vector<RankSpec>& specs,
+                                    const Config& config, double timeout_s);
+
+// Specs for ranks 0..n-1 of one job.
+std::vector<RankSpec> jobOf(int nranks, const JobSecret& secret);
+
+// A hand-driven connection to a root on 127.0.0.1.
+class RawClient {
+ public:
+  // `rcvbuf` > 0 shrinks the receive buffer (and so the TCP window) before connecting, which keeps a
+  // large frame queued in the root instead of in kernel buffers.
+  static Result<RawClient> connect(uint16_t port, int rcvbuf = 0);
+  // Reads the 16-byte server hello; fails when the root sent something else.
+  Status readServerHello();
+  Status send(std::span<const std::byte> bytes);
+  // Reads one frame header and returns its type.
+  Result<uint16_t> readFrameType();
+  // True when the root closes the connection (EOF or reset) within `seconds`; bytes it sends meanwhile
+  // are skipped.
+  bool closedWithin(double seconds);
+
+ private:
+  Socket socket_;
+};
+
+}  // namespace psdp::core::testing

@@ -1,0 +1,70 @@
+/* psdp-info: prints the library version and every configuration parameter with its resolved value and
+ * where the value came from (config, env or default). `--markdown` prints the README's table instead.
+ * Written in C against the public header only, as any user would. */
+#include <psdp/psdp.h>
+#include <stdio.h>
+#include <string.h>
+
+static int usage(FILE* out) {
+  fprintf(out,
+          "usage: psdp-info [--markdown]\n"
+          "  prints psdp's version and every parameter: its value now, where the value comes from\n"
+          "  (env: a PSDP_* variable is set; default: built-in), its type and what it does.\n"
+          "  --markdown  the parameter table as it appears in README.md\n");
+  return out == stderr ? 2 : 0;
+}
+
+/* Markdown cell text: '|' would end the cell. */
+static void print_cell(const char* text) {
+  for (; *text; ++text) {
+    if (*text == '|') putchar('\\');
+    putchar(*text);
+  }
+}
+
+static int print_markdown(void) {
+  printf("| variable | type | default | description |\n|---|---|---|---|\n");
+  for (int i = 0; i < psdp_param_count(); ++i) {
+    psdp_param_info_t info;
+    if (psdp_param_get(NULL, i, &info) != PSDP_SUCCESS) {
+      /* A malformed PSDP_* variable must not stop the table from printing: it documents defaults. */
+      fprintf(stderr, "psdp-info: %s\n", psdp_get_last_error(NULL));
+      return 1;
+    }
+    printf("| `%s` | ", info.env);
+    print_cell(info.type);
+    if (info.default_value[0]) {
+      printf(" | `%s` | ", info.default_value);
+    } else {
+      printf(" | (empty) | ");
+    }
+    print_cell(info.help);
+    printf(" |\n");
+  }
+  return 0;
+}
+
+static int print_values(void) {
+  int version = 0;
+  psdp_get_version(&version);
+  printf("psdp %d.%d.%d (header %d.%d.%d)\n", version / 10000, version / 100 % 100, version % 100, PSDP_VERSION_MAJOR,
+         PSDP_VERSION_MINOR, PSDP_VERSION_PATCH);
+  printf("%-20s %-16s %-8s %s\n", "variable", "value", "source", "type");
+  for (int i = 0; i < psdp_param_count(); ++i) {
+    psdp_param_info_t info;
+    if (psdp_param_get(NULL, i, &info) != PSDP_SUCCESS) {
+      fprintf(stderr, "psdp-info: %s\n", psdp_get_last_error(NULL));
+      return 1;
+    }
+    printf("%-20s %-16s %-8s %s\n", info.env, info.value[0] ? info.value : "(empty)", info.source, info.type);
+    printf("    %s\n", info.help);
+  }
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "--markdown") == 0) return print_markdown();
+  if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage(stdout);
+  if (argc != 1) return usage(stderr);
+  return print_values();
+}
