@@ -30,7 +30,9 @@ for tier in lint unit mp long install; do
   stage "test $tier" run_tier build "$tier"
 done
 if [[ -z "${PSDP_SKIP_SANITIZERS:-}" ]]; then
-  stage "build asan+ubsan" scripts/setup.sh build-asan -DPSDP_SANITIZE=address,undefined -DPSDP_BUILD_BENCHMARKS=OFF
+  # Also the host-only configuration (PSDP_WITH_CUDA=OFF), so that it keeps building cleanly.
+  stage "build asan+ubsan" scripts/setup.sh build-asan -DPSDP_SANITIZE=address,undefined -DPSDP_BUILD_BENCHMARKS=OFF \
+    -DPSDP_WITH_CUDA=OFF
   # UCX keeps some allocations until exit by design; leaks in psdp's own code are still reported.
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -11,6 +11,8 @@
  * - Handles are opaque pointers. A handle is valid from the call that creates it until the call that
  *   destroys it; using it afterwards is undefined (psdp detects it where it can and returns
  *   PSDP_ERR_INVALID_USAGE).
+ * - Every enum ends in a *_MAX_ENUM member that keeps it 32 bits wide, so that any int a caller passes is a
+ *   value of the type and psdp can reject it as an invalid argument.
  * - Extensible structs (psdp_config_t) start with {size, magic, version}: always initialise them with
  *   their INITIALIZER macro, then set the fields you want. Fields left at their initial value are
  *   "unset": psdp fills them from the PSDP_* environment, then from built-in defaults. A library
@@ -60,7 +62,8 @@ typedef enum psdp_status {
   PSDP_ERR_TIMEOUT = -6,          /* PSDP_TIMEOUT expired; the communicator is failed */
   PSDP_ERR_UNSUPPORTED = -7,      /* valid request that this build or backend does not support */
   PSDP_ERR_MISMATCH = -8,         /* ranks disagree (different collective, count, dtype, job secret...) */
-  PSDP_ERR_ABORTED = -9           /* the communicator was aborted */
+  PSDP_ERR_ABORTED = -9,          /* the communicator was aborted */
+  PSDP_STATUS_MAX_ENUM = 0x7fffffff
 } psdp_status_t;
 
 /* A static, human-readable name for a status ("invalid argument", ...). Unknown codes give "unknown status". */
@@ -93,7 +96,8 @@ typedef enum psdp_dtype {
   PSDP_BFLOAT16 = 7,
   PSDP_FLOAT32 = 8,
   PSDP_FLOAT64 = 9,
-  PSDP_NUM_DTYPES = 10
+  PSDP_NUM_DTYPES = 10,
+  PSDP_DTYPE_MAX_ENUM = 0x7fffffff
 } psdp_dtype_t;
 
 typedef enum psdp_op {
@@ -102,7 +106,8 @@ typedef enum psdp_op {
   PSDP_MIN = 2,
   PSDP_MAX = 3,
   PSDP_AVG = 4,
-  PSDP_NUM_OPS = 5
+  PSDP_NUM_OPS = 5,
+  PSDP_OP_MAX_ENUM = 0x7fffffff
 } psdp_op_t;
 
 typedef enum psdp_log_level {
@@ -112,13 +117,15 @@ typedef enum psdp_log_level {
   PSDP_LOG_WARN = 2,
   PSDP_LOG_INFO = 3,
   PSDP_LOG_DEBUG = 4,
-  PSDP_LOG_TRACE = 5
+  PSDP_LOG_TRACE = 5,
+  PSDP_LOG_LEVEL_MAX_ENUM = 0x7fffffff
 } psdp_log_level_t;
 
 typedef enum psdp_progress_mode {
   PSDP_PROGRESS_UNSET = -1, /* take PSDP_PROGRESS, default "thread" */
   PSDP_PROGRESS_THREAD = 0, /* a progress thread per communicator, asleep on the transport's event fd when idle */
-  PSDP_PROGRESS_CALLER = 1  /* no thread: blocking calls and waits drive progress themselves */
+  PSDP_PROGRESS_CALLER = 1, /* no thread: blocking calls and waits drive progress themselves */
+  PSDP_PROGRESS_MAX_ENUM = 0x7fffffff
 } psdp_progress_mode_t;
 
 /* ---------------------------------------------------------------------------------------------------

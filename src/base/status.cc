@@ -50,6 +50,7 @@ const char* statusName(psdp_status_t status) {
     case PSDP_ERR_UNSUPPORTED: return "unsupported";
     case PSDP_ERR_MISMATCH: return "mismatch";
     case PSDP_ERR_ABORTED: return "aborted";
+    case PSDP_STATUS_MAX_ENUM: break;
   }
   return "unknown status";
 }

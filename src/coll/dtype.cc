@@ -20,7 +20,8 @@ size_t dtypeSize(psdp_dtype_t dtype) {
     case PSDP_INT64:
     case PSDP_UINT64:
     case PSDP_FLOAT64: return 8;
-    case PSDP_NUM_DTYPES: break;
+    case PSDP_NUM_DTYPES:
+    case PSDP_DTYPE_MAX_ENUM: break;
   }
   return 0;
 }
@@ -37,7 +38,8 @@ const char* dtypeName(psdp_dtype_t dtype) {
     case PSDP_BFLOAT16: return "bfloat16";
     case PSDP_FLOAT32: return "float32";
     case PSDP_FLOAT64: return "float64";
-    case PSDP_NUM_DTYPES: break;
+    case PSDP_NUM_DTYPES:
+    case PSDP_DTYPE_MAX_ENUM: break;
   }
   return "unknown";
 }
@@ -49,7 +51,8 @@ const char* opName(psdp_op_t op) {
     case PSDP_MIN: return "min";
     case PSDP_MAX: return "max";
     case PSDP_AVG: return "avg";
-    case PSDP_NUM_OPS: break;
+    case PSDP_NUM_OPS:
+    case PSDP_OP_MAX_ENUM: break;
   }
   return "unknown";
 }
