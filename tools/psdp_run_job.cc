@@ -12,7 +12,7 @@
 #include <charconv>
 #include <cstring>
 
-#include "psdp_run_fd.h"
+#include "base/raii.h"
 #include "psdp_run_options.h"
 
 namespace psdp::run {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "psdp_run_fd.h"
+#include "base/raii.h"
 #include "psdp_run_job.h"
 #include "psdp_run_options.h"
 #include "psdp_run_output.h"
