@@ -1,4 +1,5 @@
-// Command line and report table of psdp-perf, kept apart from the measuring loop.
+// Command line and report table of psdp-perf, kept apart from the measuring loop so that both can be unit
+// tested without a communicator.
 #pragma once
 
 #include <psdp/psdp.h>
@@ -10,7 +11,11 @@
 
 namespace psdp::perf {
 
-enum class Collective { kAllReduce, kReduceScatter, kAllGather };
+enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
+
+// A reduction as the user names it. Premul-sum is not a psdp_op_t constant: psdp makes it per communicator
+// and dtype with psdp_op_create_premul_sum, so the loop creates it when it runs the combination.
+enum class Reduction { kSum, kProd, kMin, kMax, kAvg, kPremulSum };
 
 struct Options {
   Collective collective = Collective::kAllReduce;
@@ -21,8 +26,10 @@ struct Options {
   int iters = 20;          // -n
   int warmup = 5;          // -w
   bool check = true;       // -c
-  psdp_dtype_t dtype = PSDP_FLOAT32;
-  psdp_op_t op = PSDP_SUM;
+  int root = 0;            // -r: broadcast root
+  bool blocking = true;    // -z 0: post each call with a request and wait on it
+  std::vector<psdp_dtype_t> dtypes{PSDP_FLOAT32};
+  std::vector<Reduction> ops{Reduction::kSum};
   std::string json_path;  // -J
   bool help = false;
 };
@@ -30,32 +37,55 @@ struct Options {
 const char* usage();
 // False with a message for a bad command line.
 bool parseOptions(int argc, char** argv, Options* options, std::string* error);
+// The size after `bytes`; larger than max_bytes when `bytes` was the last.
 size_t nextSize(const Options& o, size_t bytes);
+
+const char* collectiveName(Collective c);
+// nccl-tests' spellings: "int8", "half", "bfloat16", "float", ...
+const char* dtypeName(psdp_dtype_t dtype);
+size_t dtypeBytes(psdp_dtype_t dtype);
+const char* reductionName(Reduction r);
+bool reduces(Collective c);
+bool rooted(Collective c);
+// nccl-tests' busbw = algbw * factor: all-reduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n, broadcast 1.
+double busFactor(Collective c, int nranks);
+
+// One measured line: out-of-place and in-place of one size, dtype and op.
+struct Row {
+  size_t bytes = 0, count = 0;
+  psdp_dtype_t dtype = PSDP_FLOAT32;
+  const char* redop = "none";
+  int root = -1;
+  double oop_us = 0, oop_algbw = 0, oop_busbw = 0;
+  long long oop_wrong = 0;
+  double ip_us = 0, ip_algbw = 0, ip_busbw = 0;
+  long long ip_wrong = 0;
+};
 
 // Prints nccl-tests' table to `out` (NULL on ranks other than 0) and, with -J, writes JSON at the end.
 class Report {
  public:
   Report(const Options& options, int nranks, FILE* out) : o_(options), nranks_(nranks), out_(out) {}
   void header();
-  void row(size_t count, double oop_us, long long oop_wrong, double ip_us, long long ip_wrong);
-  // Prints the closing lines; returns the number of wrong elements seen in total.
-  long long footer();
+  // `total_count` is the element count nccl-tests prints: the whole vector for all-gather and reduce-scatter.
+  void row(size_t total_count, psdp_dtype_t dtype, const char* redop, int root, double oop_us, long long oop_wrong,
+           double ip_us, long long ip_wrong);
+  // A combination this build of psdp cannot run: reported in the table and in the JSON, then skipped.
+  void unsupported(psdp_dtype_t dtype, const char* redop, const std::string& why);
+  // Prints the closing lines and writes the JSON file; returns false when the JSON file could not be written.
+  bool footer();
+  long long wrong() const;
+  int unsupportedCount() const { return static_cast<int>(skipped_.size()); }
+  const std::vector<Row>& rows() const { return rows_; }
 
  private:
-  struct Row {
-    size_t bytes, count;
-    double oop_us, oop_algbw, oop_busbw;
-    long long oop_wrong;
-    double ip_us, ip_algbw, ip_busbw;
-    long long ip_wrong;
-  };
-  double busFactor() const;
-  void writeJson() const;
+  bool writeJson() const;
 
   const Options& o_;
   int nranks_;
   FILE* out_;
   std::vector<Row> rows_;
+  std::vector<std::string> skipped_;
 };
 
 }  // namespace psdp::perf

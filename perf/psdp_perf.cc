@@ -9,19 +9,28 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "perf_data.h"
 #include "perf_options.h"
 
 namespace {
 
+using psdp::perf::Collective;
+using psdp::perf::Options;
+using psdp::perf::Reduction;
+
+constexpr int kExitWrong = 1;
+constexpr int kExitUnsupported = 3;
+
 [[noreturn]] void fail(psdp_comm_h comm, const char* what, psdp_status_t status) {
   std::fprintf(stderr, "psdp-perf: %s failed: %s: %s\n", what, psdp_status_string(status), psdp_get_last_error(comm));
-  std::exit(1);
+  std::exit(kExitWrong);
 }
 
 #define PERF_CHECK(comm, call)                                         \
@@ -30,136 +39,189 @@ namespace {
     if (perf_status_ != PSDP_SUCCESS) fail(comm, #call, perf_status_); \
   } while (0)
 
-struct Buffers {
-  std::vector<char> send;
-  std::vector<char> recv;
+// One (collective, dtype, op) combination being measured.
+struct Call {
+  Collective coll;
+  Reduction reduction;
+  psdp_dtype_t dtype;
+  psdp_op_t op;  // a premul-sum op made for this dtype, or the plain op
+  int root;
+  bool blocking;
+  psdp_comm_h comm;
+  int rank, nranks;
 };
 
-// Element i of rank r's send data: small integers, so sums over any number of ranks are exact in float.
-double inputValue(int rank, size_t i) {
-  return static_cast<double>((rank + 1) * static_cast<int>(i % 97 + 1));
-}
-
-template <typename T>
-void fillInput(T* data, size_t count, int rank, size_t first_index) {
-  for (size_t i = 0; i < count; ++i) data[i] = static_cast<T>(inputValue(rank, first_index + i));
-}
-
-// Expected output element `i` of the whole result vector (all-reduce / all-gather index space).
-double expected(psdp::perf::Collective coll, int nranks, size_t count_per_rank, size_t i) {
-  using psdp::perf::Collective;
-  switch (coll) {
-    case Collective::kAllGather:
-      // Rank r contributed elements [r*count, (r+1)*count), filled from its own index 0.
-      return inputValue(static_cast<int>(i / count_per_rank), i % count_per_rank);
-    case Collective::kReduceScatter:
-    case Collective::kAllReduce: {
-      double sum = 0;
-      for (int r = 0; r < nranks; ++r) sum += inputValue(r, i);
-      return sum;
-    }
-  }
-  return 0;
-}
-
-struct Sizes {
+// Element counts of one size, in nccl-tests' terms: `bytes` is the whole vector.
+struct Geometry {
+  size_t count;       // the count argument of the call
   size_t send_count;  // elements in sendbuf
   size_t recv_count;  // elements in recvbuf
-  size_t count;       // the count argument of the call
+  size_t total;       // elements of the whole vector, the "count" column
 };
 
-Sizes sizesFor(psdp::perf::Collective coll, size_t total_count, int nranks) {
-  using psdp::perf::Collective;
-  size_t per_rank = total_count / static_cast<size_t>(nranks);
-  switch (coll) {
-    case Collective::kAllReduce: return {total_count, total_count, total_count};
-    case Collective::kReduceScatter: return {per_rank * nranks, per_rank, per_rank};
-    case Collective::kAllGather: return {per_rank, per_rank * nranks, per_rank};
+Geometry geometryFor(Collective c, size_t bytes, size_t elem, int nranks) {
+  size_t n = static_cast<size_t>(nranks);
+  size_t all = bytes / elem, per = all / n;
+  switch (c) {
+    case Collective::kAllReduce:
+    case Collective::kBroadcast: return {all, all, all, all};
+    case Collective::kReduceScatter: return {per, per * n, per, per * n};
+    case Collective::kAllGather: return {per, per, per * n, per * n};
   }
-  return {0, 0, 0};
+  return {0, 0, 0, 0};
 }
 
-psdp_status_t runOnce(const psdp::perf::Options& o, psdp_comm_h comm, const Sizes& s, char* send, char* recv) {
-  using psdp::perf::Collective;
-  switch (o.collective) {
-    case Collective::kAllReduce: return psdp_all_reduce(send, recv, s.count, o.dtype, o.op, comm, nullptr, nullptr);
-    case Collective::kReduceScatter:
-      return psdp_reduce_scatter(send, recv, s.count, o.dtype, o.op, comm, nullptr, nullptr);
-    case Collective::kAllGather: return psdp_all_gather(send, recv, s.count, o.dtype, comm, nullptr, nullptr);
+psdp_status_t post(const Call& c, size_t count, const void* send, void* recv, psdp_request_h* req) {
+  switch (c.coll) {
+    case Collective::kAllReduce: return psdp_all_reduce(send, recv, count, c.dtype, c.op, c.comm, nullptr, req);
+    case Collective::kReduceScatter: return psdp_reduce_scatter(send, recv, count, c.dtype, c.op, c.comm, nullptr, req);
+    case Collective::kAllGather: return psdp_all_gather(send, recv, count, c.dtype, c.comm, nullptr, req);
+    case Collective::kBroadcast: return psdp_broadcast(send, recv, count, c.dtype, c.root, c.comm, nullptr, req);
   }
   return PSDP_ERR_INVALID_ARGUMENT;
 }
 
-// Fills the send side (for in-place: the rank's piece inside recvbuf) with the rank's input.
-void prepareInput(const psdp::perf::Options& o, const Sizes& s, int rank, char* send) {
-  if (o.dtype == PSDP_FLOAT32) {
-    fillInput(reinterpret_cast<float*>(send), s.send_count, rank, 0);
-  } else {
-    fillInput(reinterpret_cast<int32_t*>(send), s.send_count, rank, 0);
-  }
+psdp_status_t runOnce(const Call& c, size_t count, const void* send, void* recv) {
+  if (c.blocking) return post(c, count, send, recv, nullptr);
+  psdp_request_h req = nullptr;
+  psdp_status_t st = post(c, count, send, recv, &req);
+  if (st != PSDP_SUCCESS) return st;
+  st = psdp_request_wait(req);
+  psdp_status_t freed = psdp_request_free(req);
+  return st != PSDP_SUCCESS ? st : freed;
 }
 
-// Counts result elements that differ from the exact expectation.
-long long countWrong(const psdp::perf::Options& o, const Sizes& s, int rank, int nranks, const char* recv) {
-  using psdp::perf::Collective;
-  long long wrong = 0;
-  size_t first = o.collective == Collective::kReduceScatter ? s.recv_count * rank : 0;
-  for (size_t i = 0; i < s.recv_count; ++i) {
-    double want = expected(o.collective, nranks, s.count, first + i);
-    double got =
-        o.dtype == PSDP_FLOAT32 ? reinterpret_cast<const float*>(recv)[i] : reinterpret_cast<const int32_t*>(recv)[i];
-    wrong += got != want;
+// Host buffers of 8-byte words, so that every dtype is aligned.
+struct Buffers {
+  std::unique_ptr<uint64_t[]> send, recv;
+  char* s() const { return reinterpret_cast<char*>(send.get()); }
+  char* r() const { return reinterpret_cast<char*>(recv.get()); }
+};
+
+// sendbuf and recvbuf of one placement; in-place follows NCCL (psdp.h).
+struct Placement {
+  char* send;
+  char* recv;
+  size_t input_first;   // index of sendbuf[0] in the collective's index space
+  size_t result_first;  // index of recvbuf[0] in the result's index space
+};
+
+Placement placementFor(const Call& c, const Geometry& g, const Buffers& b, bool in_place) {
+  size_t elem = psdp::perf::dtypeBytes(c.dtype);
+  size_t mine = g.count * static_cast<size_t>(c.rank);
+  switch (c.coll) {
+    case Collective::kAllReduce:
+    case Collective::kBroadcast: return {in_place ? b.r() : b.s(), b.r(), 0, 0};
+    case Collective::kReduceScatter: return {b.s(), in_place ? b.s() + mine * elem : b.r(), 0, mine};
+    case Collective::kAllGather: return {in_place ? b.r() + mine * elem : b.s(), b.r(), mine, 0};
   }
-  return wrong;
+  return {b.s(), b.r(), 0, 0};
 }
+
+class Lineup {
+ public:
+  explicit Lineup(psdp_comm_h comm) : comm_(comm) {}
+  void operator()() const { PERF_CHECK(comm_, psdp_barrier(comm_, nullptr)); }
+
+ private:
+  psdp_comm_h comm_;
+};
 
 struct Measurement {
   double time_us = 0;
   long long wrong = 0;
 };
 
-// Times `iters` back-to-back calls after `warmup` untimed ones; the slowest rank's time counts.
-Measurement measure(const psdp::perf::Options& o, psdp_comm_h comm, const Sizes& s, int rank, int nranks, bool in_place,
-                    Buffers& b) {
-  size_t elem = 4;
-  char* recv = b.recv.data();
-  char* send = in_place ? recv + (o.collective == psdp::perf::Collective::kAllGather ? s.count * rank * elem : 0)
-                        : b.send.data();
-  if (in_place && o.collective == psdp::perf::Collective::kReduceScatter) {
-    // In-place reduce-scatter reduces the full vector held in recvbuf; recvbuf is sendbuf + rank*count.
-    send = b.send.data();
-    recv = send + s.count * rank * elem;
-  }
-  for (int i = 0; i < o.warmup; ++i) PERF_CHECK(comm, runOnce(o, comm, s, send, recv));
-  // Line the ranks up so that the clock starts together everywhere.
-  int32_t token = 0, token_sum = 0;
-  PERF_CHECK(comm, psdp_all_reduce(&token, &token_sum, 1, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr));
+// Times `iters` back-to-back calls after `warmup` untimed ones; the slowest rank's time counts. With -c,
+// one more call on fresh input is verified exactly.
+Measurement measure(const Options& o, const Call& c, const Lineup& lineup, const Geometry& g, const Buffers& b,
+                    bool in_place) {
+  Placement p = placementFor(c, g, b, in_place);
+  for (int i = 0; i < o.warmup; ++i) PERF_CHECK(c.comm, runOnce(c, g.count, p.send, p.recv));
+  lineup();
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i) PERF_CHECK(comm, runOnce(o, comm, s, send, recv));
+  for (int i = 0; i < o.iters; ++i) PERF_CHECK(c.comm, runOnce(c, g.count, p.send, p.recv));
   auto t1 = std::chrono::steady_clock::now();
   float my_us = static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters);
-  std::vector<float> all_us(nranks);
-  PERF_CHECK(comm, psdp_all_gather(&my_us, all_us.data(), 1, PSDP_FLOAT32, comm, nullptr, nullptr));
+  std::vector<float> all_us(static_cast<size_t>(c.nranks));
+  PERF_CHECK(c.comm, psdp_all_gather(&my_us, all_us.data(), 1, PSDP_FLOAT32, c.comm, nullptr, nullptr));
   Measurement m;
   m.time_us = *std::max_element(all_us.begin(), all_us.end());
-  if (o.check) {
-    prepareInput(o, s, rank, send);
-    PERF_CHECK(comm, runOnce(o, comm, s, send, recv));
-    int32_t wrong = static_cast<int32_t>(std::min<long long>(countWrong(o, s, rank, nranks, recv), INT32_MAX));
-    int32_t total = 0;
-    PERF_CHECK(comm, psdp_all_reduce(&wrong, &total, 1, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr));
-    m.wrong = total;
-  }
+  if (!o.check) return m;
+  // Garbage first, then the input: a call that leaves recvbuf alone cannot pass on stale results.
+  bool recv_holds_send = in_place && c.coll != Collective::kReduceScatter;
+  if (!recv_holds_send || c.coll == Collective::kAllGather) psdp::perf::fillGarbage(c.dtype, g.recv_count, p.recv);
+  psdp::perf::fillInput(c.coll, c.reduction, c.dtype, c.rank, c.root, p.input_first, g.send_count, p.send);
+  PERF_CHECK(c.comm, runOnce(c, g.count, p.send, p.recv));
+  long long mine = psdp::perf::countWrong(c.coll, c.reduction, c.dtype, c.nranks, c.root, g.count, p.result_first,
+                                          g.recv_count, p.recv);
+  int32_t wrong = static_cast<int32_t>(std::min<long long>(mine, INT32_MAX / c.nranks)), total = 0;
+  PERF_CHECK(c.comm, psdp_all_reduce(&wrong, &total, 1, PSDP_INT32, PSDP_SUM, c.comm, nullptr, nullptr));
+  m.wrong = total;
   return m;
+}
+
+// Makes the psdp op of `r` for `dtype`; false with the reason when this build cannot.
+bool makeOp(psdp_comm_h comm, Reduction r, psdp_dtype_t dtype, psdp_op_t* op, std::string* why) {
+  static const psdp_op_t kPlain[] = {PSDP_SUM, PSDP_PROD, PSDP_MIN, PSDP_MAX, PSDP_AVG};
+  if (r != Reduction::kPremulSum) {
+    *op = kPlain[static_cast<int>(r)];
+    return true;
+  }
+  uint64_t scalar = 0;
+  psdp::perf::premulScalar(dtype, &scalar);
+  psdp_status_t st = psdp_op_create_premul_sum(comm, &scalar, dtype, op);
+  if (st == PSDP_SUCCESS) return true;
+  if (st != PSDP_ERR_UNSUPPORTED) fail(comm, "psdp_op_create_premul_sum", st);
+  *why = psdp_get_last_error(comm);
+  return false;
+}
+
+// Runs every size of one combination; false when the build does not support it (reported, not fatal).
+void runCombination(const Options& o, Call c, const Lineup& lineup, const Buffers& b, size_t buf_bytes,
+                    psdp::perf::Report& report) {
+  const char* redop = psdp::perf::reduces(c.coll) ? psdp::perf::reductionName(c.reduction) : "none";
+  std::string why;
+  if (!makeOp(c.comm, c.reduction, c.dtype, &c.op, &why)) {
+    report.unsupported(c.dtype, redop, why);
+    return;
+  }
+  size_t elem = psdp::perf::dtypeBytes(c.dtype);
+  // Valid input everywhere, touching every page, before anything is timed.
+  psdp::perf::fillInput(c.coll, c.reduction, c.dtype, c.rank, c.root, 0, buf_bytes / elem, b.s());
+  psdp::perf::fillInput(c.coll, c.reduction, c.dtype, c.rank, c.root, 0, buf_bytes / elem, b.r());
+  // A one-element-per-rank probe: an unsupported combination is reported by every rank alike (psdp validates
+  // locally), so all ranks skip it together.
+  Geometry probe = geometryFor(c.coll, elem * static_cast<size_t>(c.nranks), elem, c.nranks);
+  psdp_status_t st = runOnce(c, probe.count, b.s(), b.r());
+  if (st == PSDP_ERR_UNSUPPORTED) {
+    std::string msg = psdp_get_last_error(c.comm);
+    if (msg.empty()) msg = c.blocking ? "the collective is not in the loaded library" : "no nonblocking requests";
+    report.unsupported(c.dtype, redop, msg);
+  } else if (st != PSDP_SUCCESS) {
+    fail(c.comm, "probe call", st);
+  } else {
+    int root = psdp::perf::rooted(c.coll) ? c.root : -1;
+    for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes = psdp::perf::nextSize(o, bytes)) {
+      Geometry g = geometryFor(c.coll, bytes, elem, c.nranks);
+      Measurement oop = measure(o, c, lineup, g, b, false);
+      Measurement ip = measure(o, c, lineup, g, b, true);
+      report.row(g.total, c.dtype, redop, root, oop.time_us, oop.wrong, ip.time_us, ip.wrong);
+    }
+  }
+  if (c.reduction == Reduction::kPremulSum) {
+    PERF_CHECK(c.comm, psdp_op_destroy(c.comm, c.op));
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  psdp::perf::Options o;
+  Options o;
   std::string error;
   if (!psdp::perf::parseOptions(argc, argv, &o, &error)) {
-    std::fprintf(stderr, "psdp-perf: %s\n\n%s", error.c_str(), psdp::perf::usage());
+    // One line, not the whole usage: under a launcher every rank prints it.
+    std::fprintf(stderr, "psdp-perf: %s (psdp-perf --help lists the options)\n", error.c_str());
     return 2;
   }
   if (o.help) {
@@ -171,25 +233,31 @@ int main(int argc, char** argv) {
   int rank = 0, nranks = 1;
   PERF_CHECK(comm, psdp_comm_rank(comm, &rank));
   PERF_CHECK(comm, psdp_comm_size(comm, &nranks));
+  if (o.root >= nranks) {
+    if (rank == 0) std::fprintf(stderr, "psdp-perf: -r %d: the root must be below the %d ranks\n", o.root, nranks);
+    psdp_comm_destroy(comm);
+    return 2;
+  }
 
-  const size_t elem = 4;
-  Buffers b;
-  // Touch every page now (vector value-initialises), outside any timed region.
-  b.send.assign(o.max_bytes + elem * nranks, 0);
-  b.recv.assign(o.max_bytes + elem * nranks, 0);
+  // Room for the largest size plus one element per rank for each dtype's probe call.
+  size_t buf_bytes = o.max_bytes + 8 * static_cast<size_t>(nranks);
+  size_t words = (buf_bytes + 7) / 8;
+  buf_bytes = words * 8;
+  Buffers b{std::make_unique<uint64_t[]>(words), std::make_unique<uint64_t[]>(words)};
 
+  Lineup lineup(comm);
   psdp::perf::Report report(o, nranks, rank == 0 ? stdout : nullptr);
   report.header();
-  for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes = psdp::perf::nextSize(o, bytes)) {
-    Sizes s = sizesFor(o.collective, bytes / elem, nranks);
-    prepareInput(o, s, rank, b.send.data());
-    Measurement out_of_place = measure(o, comm, s, rank, nranks, false, b);
-    Measurement in_place = measure(o, comm, s, rank, nranks, true, b);
-    report.row(s.count, out_of_place.time_us, out_of_place.wrong, in_place.time_us, in_place.wrong);
-    if (bytes == o.max_bytes) break;
+  // As nccl-tests: every dtype, then every op, then every size.
+  for (psdp_dtype_t dtype : o.dtypes) {
+    for (Reduction r : o.ops) {
+      Call c{o.collective, r, dtype, PSDP_SUM, o.root, o.blocking, comm, rank, nranks};
+      runCombination(o, c, lineup, b, buf_bytes, report);
+    }
   }
-  int failures = report.footer();
+  bool json_ok = report.footer();
   PERF_CHECK(comm, psdp_comm_finalize(comm));
   PERF_CHECK(nullptr, psdp_comm_destroy(comm));
-  return failures == 0 ? 0 : 1;
+  if (report.wrong() != 0 || !json_ok) return kExitWrong;
+  return report.unsupportedCount() > 0 ? kExitUnsupported : 0;
 }

@@ -233,12 +233,21 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
 /* ---------------------------------------------------------------------------------------------------
  * Collectives on host memory
  *
- * All ranks call the same collective with the same count, dtype and op, in the same order. `stream`
- * must be NULL (host memory). `request_p` must be NULL: the call blocks until the local result is in
- * recvbuf, or until the timeout. In-place, as in NCCL: reduce-scatter with recvbuf == sendbuf + rank*recvcount,
- * all-gather with sendbuf == recvbuf + rank*sendcount, all-reduce with sendbuf == recvbuf. Any other overlap
+ * All ranks call the same collectives with the same count, dtype, op and root, in the same order. `stream`
+ * must be NULL (host memory).
+ * Blocking (request_p == NULL): returns once this rank's result is in recvbuf, or at the timeout.
+ * Nonblocking (request_p != NULL): returns at once with a request; the operation progresses in the
+ * background (PSDP_PROGRESS=thread) or inside psdp_request_test/wait (PSDP_PROGRESS=caller). Buffers must
+ * stay untouched until the request completes. Several requests may be outstanding; they run one after the
+ * other and complete in the order they were posted. One thread at a time may post on a communicator (the
+ * ranks must agree on the order of collectives anyway). The communicator's timeout (PSDP_TIMEOUT) bounds
+ * each operation from the moment it starts, not from its post.
+ * In-place, as in NCCL: reduce-scatter with recvbuf == sendbuf + rank*recvcount, all-gather with
+ * sendbuf == recvbuf + rank*sendcount, all-reduce and broadcast with sendbuf == recvbuf. Any other overlap
  * of sendbuf and recvbuf is an invalid argument.
- * Supported now: PSDP_FLOAT32 and PSDP_INT32 with PSDP_SUM; other dtypes/ops return unsupported.
+ * Dtypes: all of psdp_dtype_t. Ops: sum, prod, min, max, avg, and premul-sum ops made by
+ * psdp_op_create_premul_sum. float16 and bfloat16 reduce in float32 within each step and round once.
+ * Errors: invalid argument (names the argument), unsupported, timeout, remote (a peer failed), mismatch.
  * ------------------------------------------------------------------------------------------------ */
 
 /* sendbuf holds nranks*recvcount elements; recvbuf receives the reduction of block `rank`. */
@@ -252,6 +261,59 @@ PSDP_API psdp_status_t psdp_all_gather(const void* sendbuf, void* recvbuf, size_
 /* sendbuf and recvbuf hold count elements each; any count, it need not divide by nranks. */
 PSDP_API psdp_status_t psdp_all_reduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
                                        psdp_op_t op, psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* Root's sendbuf (count elements) lands in every rank's recvbuf. sendbuf is read on the root only (it may be
+ * NULL elsewhere). A root outside [0, nranks) is an invalid argument naming root. */
+PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
+                                      psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* Completes once every rank has entered it. */
+PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Requests of nonblocking collectives
+ *
+ * Thread-safe: any thread may test or wait on any request. A freed request (or a pointer that never was
+ * one) is refused with PSDP_ERR_INVALID_USAGE, never dereferenced; NULL is an invalid argument.
+ * Destroying a communicator completes its pending requests with PSDP_ERR_INVALID_USAGE; they must still be
+ * freed. Errors are recorded as the last error of the request's communicator (while it lives).
+ * ------------------------------------------------------------------------------------------------ */
+
+/* PSDP_SUCCESS once complete, PSDP_IN_PROGRESS while not, or the operation's error. Never blocks (with
+ * PSDP_PROGRESS=caller it advances the communicator's operations for a few microseconds). */
+PSDP_API psdp_status_t psdp_request_test(psdp_request_h request);
+
+/* Blocks until complete or until the communicator's timeout (PSDP_TIMEOUT), which fails the communicator.
+ * Returns the operation's status. */
+PSDP_API psdp_status_t psdp_request_wait(psdp_request_h request);
+
+/* Like psdp_request_wait, but gives up after timeout_s seconds (>= 0, else invalid argument) with
+ * PSDP_IN_PROGRESS; the request stays valid and the communicator unharmed (the communicator's own timeout
+ * still applies). */
+PSDP_API psdp_status_t psdp_request_wait_timeout(psdp_request_h request, double timeout_s);
+
+/* Releases a completed request. Freeing a pending request, or freeing twice, is invalid usage. */
+PSDP_API psdp_status_t psdp_request_free(psdp_request_h request);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Reduction ops with a scalar, and communicator split
+ * ------------------------------------------------------------------------------------------------ */
+
+/* Creates an op that multiplies every input by *scalar (of `dtype`, read now, in host memory) before
+ * summing, as ncclRedOpCreatePreMulSum. The op is valid for collectives on `comm` with that dtype until
+ * psdp_op_destroy. Local (not collective). */
+PSDP_API psdp_status_t psdp_op_create_premul_sum(psdp_comm_h comm, const void* scalar, psdp_dtype_t dtype,
+                                                 psdp_op_t* op_p);
+PSDP_API psdp_status_t psdp_op_destroy(psdp_comm_h comm, psdp_op_t op);
+
+#define PSDP_SPLIT_NOCOLOR (-1)
+
+/* Collective over `comm`: ranks with the same color form a new communicator, ordered by key (then by rank
+ * in comm), as MPI_Comm_split and ncclCommSplit. color PSDP_SPLIT_NOCOLOR: *newcomm_p is set to NULL.
+ * config NULL: the new communicator inherits comm's configuration. The new communicator is independent:
+ * it may be used concurrently with comm from another thread, and destroyed in any order. */
+PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, const psdp_config_t* config,
+                                       psdp_comm_h* newcomm_p);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,6 @@
 // The C boundary for collectives: argument checks, then the communicator.
+#include <memory>
+
 #include "api/guard.h"
 #include "api/handle.h"
 #include "api/validate.h"
@@ -19,6 +21,22 @@ psdp::Result<size_t> timesRanks(const char* name, size_t count, int nranks) {
   return count * static_cast<size_t>(nranks);
 }
 
+using RequestSlot = std::shared_ptr<psdp::core::Request>*;
+
+// Runs `post` (a Communicator call taking a request slot, NULL for blocking) and, when the caller asked
+// for a request, publishes it as a live handle. *request_p is written only on success.
+template <typename Post>
+Status submit(psdp_comm_h comm, psdp_request_h* request_p, Post&& post) {
+  if (request_p == nullptr) return post(nullptr);
+  // Allocated before posting, so that running out of memory cannot lose an operation already queued.
+  auto handle = std::make_unique<psdp_request>();
+  handle->comm = comm;
+  PSDP_RETURN_IF_ERROR(post(&handle->impl));
+  psdp::api::registerRequest(handle.get());
+  *request_p = handle.release();
+  return Status::ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -32,7 +50,8 @@ PSDP_API psdp_status_t psdp_reduce_scatter(const void* sendbuf, void* recvbuf, s
     CollectiveArgs args{"reduce-scatter",           sendbuf, recvbuf,          total, recvcount, recvcount * c.rank(),
                         /*send_inside_recv=*/false, dtype,   /*reduces=*/true, op,    stream,    request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return c.reduceScatter(sendbuf, recvbuf, recvcount, dtype, op);
+    return submit(comm, request_p,
+                  [&](RequestSlot slot) { return c.reduceScatter(sendbuf, recvbuf, recvcount, dtype, op, slot); });
   });
 }
 
@@ -55,7 +74,8 @@ PSDP_API psdp_status_t psdp_all_gather(const void* sendbuf, void* recvbuf, size_
                         stream,
                         request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return c.allGather(sendbuf, recvbuf, sendcount, dtype);
+    return submit(comm, request_p,
+                  [&](RequestSlot slot) { return c.allGather(sendbuf, recvbuf, sendcount, dtype, slot); });
   });
 }
 
@@ -77,7 +97,34 @@ PSDP_API psdp_status_t psdp_all_reduce(const void* sendbuf, void* recvbuf, size_
                         stream,
                         request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return c.allReduce(sendbuf, recvbuf, count, dtype, op);
+    return submit(comm, request_p,
+                  [&](RequestSlot slot) { return c.allReduce(sendbuf, recvbuf, count, dtype, op, slot); });
+  });
+}
+
+PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
+                                      psdp_comm_h comm, void* stream, psdp_request_h* request_p) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    psdp::core::Communicator& c = *comm->impl;
+    if (root < 0 || root >= c.size()) {
+      return Status::invalidArgument("broadcast: root {} is outside [0, {})", root, c.size());
+    }
+    // Only the root reads sendbuf, so only there is it checked (and may alias recvbuf, in place).
+    size_t send_count = c.rank() == root ? count : 0;
+    CollectiveArgs args{"broadcast", sendbuf, recvbuf,  send_count, count,    0, /*send_inside_recv=*/true,
+                        dtype,       false,   PSDP_SUM, stream,     request_p};
+    PSDP_RETURN_IF_ERROR(validateCollective(args));
+    return submit(comm, request_p,
+                  [&](RequestSlot slot) { return c.broadcast(sendbuf, recvbuf, count, dtype, root, slot); });
+  });
+}
+
+PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    psdp::core::Communicator& c = *comm->impl;
+    return submit(comm, request_p, [&](RequestSlot slot) { return c.barrier(slot); });
   });
 }
 

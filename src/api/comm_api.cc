@@ -139,6 +139,24 @@ PSDP_API psdp_status_t psdp_comm_destroy(psdp_comm_h comm) {
   });
 }
 
+PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, const psdp_config_t* config,
+                                       psdp_comm_h* newcomm_p) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    PSDP_RETURN_IF_ERROR(checkOut(newcomm_p, "newcomm_p"));
+    Config resolved;
+    if (config != nullptr) {
+      PSDP_ASSIGN_OR_RETURN(resolved, resolveConfig(config));
+    }
+    PSDP_ASSIGN_OR_RETURN(auto impl, comm->impl->split(color, key, config != nullptr ? &resolved : nullptr));
+    if (!impl) {
+      *newcomm_p = nullptr;
+      return Status::ok();
+    }
+    return publish(std::move(impl), newcomm_p);
+  });
+}
+
 PSDP_API psdp_status_t psdp_comm_rank(psdp_comm_h comm, int* rank_p) {
   return guarded(comm, [&] {
     PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));

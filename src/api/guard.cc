@@ -10,6 +10,8 @@ thread_local std::string returned_error;
 
 psdp_status_t finish(psdp_comm_h comm, const Status& status) {
   if (status.isOk()) return PSDP_SUCCESS;
+  // Not an error (a pending request): the last error stays what it was.
+  if (status.code() == PSDP_IN_PROGRESS) return PSDP_IN_PROGRESS;
   // Only a handle that is live may be written to; for a bad handle the error belongs to the thread.
   if (comm != nullptr && checkHandle(comm, "comm").isOk()) {
     std::lock_guard<std::mutex> lock(comm->error_mutex);

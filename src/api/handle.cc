@@ -9,6 +9,7 @@ namespace {
 struct HandleRegistry {
   std::shared_mutex mutex;
   std::unordered_set<psdp_comm_h> live;
+  std::unordered_set<psdp_request_h> live_requests;
 };
 
 HandleRegistry& registry() {
@@ -36,6 +37,31 @@ Status checkHandle(psdp_comm_h comm, const char* arg_name) {
     return Status::invalidUsage("{} is not a live communicator (destroyed, or not made by psdp_comm_init)", arg_name);
   }
   return Status::ok();
+}
+
+void registerRequest(psdp_request_h request) {
+  std::unique_lock lock(registry().mutex);
+  registry().live_requests.insert(request);
+}
+
+bool unregisterRequest(psdp_request_h request) {
+  std::unique_lock lock(registry().mutex);
+  return registry().live_requests.erase(request) != 0;
+}
+
+Status checkRequest(psdp_request_h request, const char* arg_name) {
+  if (request == nullptr) return Status::invalidArgument("{} is NULL", arg_name);
+  std::shared_lock lock(registry().mutex);
+  if (registry().live_requests.count(request) == 0) {
+    return Status::invalidUsage("{} is not a live request (already freed, or not made by a psdp collective)", arg_name);
+  }
+  return Status::ok();
+}
+
+psdp_comm_h requestComm(psdp_request_h request) {
+  std::shared_lock lock(registry().mutex);
+  if (registry().live_requests.count(request) == 0) return nullptr;
+  return registry().live.count(request->comm) != 0 ? request->comm : nullptr;
 }
 
 }  // namespace psdp::api

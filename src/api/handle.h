@@ -18,6 +18,14 @@ struct psdp_comm {
   std::string last_error;
 };
 
+// What a psdp_request_h points to: the engine's request, and the communicator it belongs to (for the
+// last error, and to drive progress while the request is pending: destroying the communicator completes
+// every request of it, so a pending request always has a live communicator).
+struct psdp_request {
+  std::shared_ptr<psdp::core::Request> impl;
+  psdp_comm_h comm = nullptr;
+};
+
 namespace psdp::api {
 
 // Makes a new handle known (after successful creation) or forgets it (before deletion).
@@ -26,5 +34,15 @@ void unregisterHandle(psdp_comm_h comm);
 
 // OK if `comm` is a live handle; invalid argument for NULL, invalid usage for a destroyed or foreign one.
 Status checkHandle(psdp_comm_h comm, const char* arg_name);
+
+// The same for requests: a freed request is detected, not dereferenced.
+void registerRequest(psdp_request_h request);
+// False when it was not live (freed already, possibly by another thread just now).
+bool unregisterRequest(psdp_request_h request);
+Status checkRequest(psdp_request_h request, const char* arg_name);
+
+// The communicator a live request's errors are recorded on, or NULL when the request is not live or its
+// communicator is gone (then the error belongs to the calling thread).
+psdp_comm_h requestComm(psdp_request_h request);
 
 }  // namespace psdp::api

@@ -23,7 +23,7 @@ struct CollectiveArgs {
   bool reduces;  // whether `op` is used
   psdp_op_t op;
   void* stream;
-  psdp_request_h* request_p;
+  psdp_request_h* request_p;  // NULL: blocking
 };
 
 Status validateCollective(const CollectiveArgs& args);

@@ -139,8 +139,9 @@ const ParamSpec kParamTable[] = {
      }},
 
     {"progress", "PSDP_PROGRESS", "thread|caller", "thread",
-     "Who drives the transport: 'thread' runs one progress thread per communicator that sleeps on the "
-     "transport's event fd when idle; 'caller' has no thread, blocking calls drive progress themselves.",
+     "Who drives collectives and the transport: 'thread' runs, per communicator, a thread that advances posted "
+     "operations in the background and a transport thread that sleeps on UCX's event fd when idle; 'caller' "
+     "has no thread, blocking calls and psdp_request_test/wait drive progress themselves.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, progress_mode) || u.progress_mode == PSDP_PROGRESS_UNSET) return std::nullopt;
        const char* name = progressModeName(static_cast<psdp_progress_mode_t>(u.progress_mode));

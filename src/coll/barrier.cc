@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <string>
 
 #include "coll/progress_loop.h"
@@ -9,12 +10,12 @@
 namespace psdp::coll {
 namespace {
 
-class DisseminationBarrier {
+class DisseminationBarrier final : public Phase {
  public:
   explicit DisseminationBarrier(const OpContext& op) : op_(op) {}
 
-  Result<Progress> advance();
-  std::string waitingFor() const {
+  Result<Progress> advance() override;
+  std::string waitingFor() const override {
     const char* what = !op_.recvs->at(0).isDone() ? "message from" : "send to";
     int peer = !op_.recvs->at(0).isDone() ? fromPeer() : toPeer();
     return fmt::format("the {} peer {} in barrier round {}", what, peer, round_);
@@ -67,6 +68,10 @@ Status DisseminationBarrier::postRound() {
 }
 
 }  // namespace
+
+std::unique_ptr<Phase> startDisseminationBarrier(const OpContext& op) {
+  return std::make_unique<DisseminationBarrier>(op);
+}
 
 Status disseminationBarrier(const OpContext& op) {
   DisseminationBarrier barrier(op);

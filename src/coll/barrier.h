@@ -3,12 +3,18 @@
 // heard, directly or through others, from every rank.
 #pragma once
 
+#include <memory>
+
 #include "base/status.h"
 #include "coll/op_context.h"
+#include "coll/progress_loop.h"
 
 namespace psdp::coll {
 
 // Blocks until every rank has entered the barrier, or returns the first error (remote error, timeout).
 Status disseminationBarrier(const OpContext& op);
+
+// The same barrier as a state machine that the caller drives. REQUIRES: `op` outlives the returned phase.
+std::unique_ptr<Phase> startDisseminationBarrier(const OpContext& op);
 
 }  // namespace psdp::coll

@@ -1,11 +1,15 @@
-// The ring implementation of Collectives: the trivial cases (empty buffers, a single rank) are settled
-// here; everything else is one ring pass (reduce-scatter, all-gather) or two (all-reduce).
+// The ring implementation of Collectives. Every collective is a RingTask: a short list of stages (ring
+// passes, the barrier) run one after the other; the trivial cases (empty buffers, a single rank) are settled
+// in start(). Blocking calls post a task and drive it here; core's engine drives posted ones.
 #include "coll/collectives.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <mutex>
 
 #include "coll/barrier.h"
+#include "coll/chain_broadcast.h"
 #include "coll/op_context.h"
 #include "coll/reduce_kernels.h"
 #include "coll/ring_all_gather.h"
@@ -25,126 +29,273 @@ void copyIfDistinct(std::byte* dst, const std::byte* src, size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
 
+enum class Stage { kReduceScatter, kAllGather, kBroadcast, kBarrier };
+
+class RingCollectives;
+
+// What one collective does, fixed at post time. Stages read their arguments from here, so a task never
+// allocates after start() except for the state machine of each stage.
+struct TaskPlan {
+  std::array<Stage, 2> stages{};
+  int nstages = 0;
+  RingReduceScatterArgs reduce;
+  RingAllGatherArgs gather;
+  ChainBroadcastArgs broadcast;
+  // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes.
+  bool local = false;
+  const std::byte* local_src = nullptr;
+  std::byte* local_dst = nullptr;
+  size_t local_bytes = 0;
+};
+
+class RingTask final : public CollTask {
+ public:
+  RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan) : owner_(owner), op_(op), plan_(plan) {}
+
+  std::string describe() const override { return op_.describe(); }
+  void start(const Deadline& deadline) override;
+  Result<Progress> advance() override;
+  std::string waitingFor() const override { return phase_ ? phase_->waitingFor() : "nothing"; }
+  void abandon(const Status& status) override;
+
+ private:
+  std::unique_ptr<Phase> startStage(Stage stage);
+
+  RingCollectives& owner_;
+  OpContext op_;
+  TaskPlan plan_;
+  int next_stage_ = 0;
+  std::unique_ptr<Phase> phase_;
+  bool done_ = false;
+};
+
 class RingCollectives final : public Collectives {
  public:
   RingCollectives(transport::Transport& transport, const CollParams& params, StagingPool staging)
-      : transport_(transport), params_(params), staging_(std::move(staging)) {}
+      : Collectives(transport), params_(params), staging_(std::move(staging)) {}
 
-  Status reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, psdp_op_t op,
-                       const Deadline& deadline) override;
-  Status allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
-                   const Deadline& deadline) override;
-  Status allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
-                   const Deadline& deadline) override;
-  Status barrier(const Deadline& deadline) override;
+  Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                                      psdp_dtype_t dtype, psdp_op_t op) override;
+  Result<std::unique_ptr<CollTask>> postAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                                  psdp_dtype_t dtype) override;
+  Result<std::unique_ptr<CollTask>> postAllReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
+                                                  psdp_op_t op) override;
+  Result<std::unique_ptr<CollTask>> postBroadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
+                                                  int root) override;
+  Result<std::unique_ptr<CollTask>> postBarrier() override;
+
+  Status checkUsable() const;
+  void fail(const OpContext& op, const Status& status);
+  void logStart(const OpContext& op) const;
 
  private:
-  Status checkUsable() const;
-  OpContext beginOp(const char* kind, size_t count, psdp_dtype_t dtype, const Deadline& deadline);
-  void logRing(const OpContext& op, size_t esize) const;
-  Status finish(const OpContext& op, Status status);
+  OpContext beginOp(const char* kind, size_t count, psdp_dtype_t dtype);
+  std::unique_ptr<CollTask> makeTask(const OpContext& op, const TaskPlan& plan) {
+    return std::make_unique<RingTask>(*this, op, plan);
+  }
   size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.chunk_bytes / esize); }
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
-  transport::Transport& transport_;
   CollParams params_;
   StagingPool staging_;
   CompletionRing sends_{kDepth};
   CompletionRing recvs_{kDepth};
   uint32_t seq_ = 0;
-  Status failed_;
+  // Posts (the user's thread) read it while the thread driving tasks (core's engine) may record a failure.
+  mutable std::mutex failed_mutex_;
+  Status failed_;  // GUARDED_BY(failed_mutex_)
 };
 
-Status RingCollectives::reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype,
-                                      psdp_op_t op_kind, const Deadline& deadline) {
-  PSDP_RETURN_IF_ERROR(checkUsable());
-  ReduceKernel kernel = findReduceKernel(dtype, op_kind);
-  if (!kernel.isValid()) return Status::unsupported("reduce-scatter of {} with {}", dtypeName(dtype), opName(op_kind));
-  OpContext op = beginOp("reduce-scatter", recvcount, dtype, deadline);
-  const size_t esize = dtypeSize(dtype);
-  const auto* input = static_cast<const std::byte*>(sendbuf);
-  auto* output = static_cast<std::byte*>(recvbuf);
-  if (recvcount == 0) return Status::ok();
-  if (params_.nranks == 1) {
-    copyIfDistinct(output, input, recvcount * esize);
-    if (kernel.finalize != nullptr) kernel.finalize(output, recvcount, 1);
-    return Status::ok();
+// ---- RingTask ------------------------------------------------------------------------------------------
+
+void RingTask::start(const Deadline& deadline) {
+  deadline_ = deadline;
+  op_.deadline = deadline;
+  if (plan_.local) {
+    const ReduceKernel& kernel = plan_.reduce.kernel;
+    size_t count = plan_.local_bytes / std::max<size_t>(1, plan_.reduce.elem_size);
+    // A lone rank's premul-sum result is its own input, scaled.
+    if (kernel.scalesInput()) {
+      kernel.scaleInput(plan_.local_dst, plan_.local_src, count);
+    } else {
+      copyIfDistinct(plan_.local_dst, plan_.local_src, plan_.local_bytes);
+    }
+    if (kernel.finalize != nullptr && plan_.local_bytes > 0) kernel.finalize(plan_.local_dst, count, 1);
+    done_ = true;
+    return;
   }
-  logRing(op, esize);
-  BlockLayout layout(recvcount * static_cast<size_t>(params_.nranks), params_.nranks);
-  RingReduceScatterArgs args{input, output, layout, esize, fragElems(esize), kernel};
-  return finish(op, ringReduceScatter(op, args));
+  if (plan_.nstages == 0) {
+    done_ = true;
+    return;
+  }
+  owner_.logStart(op_);
 }
 
-Status RingCollectives::allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
-                                  const Deadline& deadline) {
+Result<Progress> RingTask::advance() {
+  bool moved = false;
+  while (!done_) {
+    if (!phase_) {
+      phase_ = startStage(plan_.stages[next_stage_++]);
+      moved = true;
+    }
+    Result<Progress> progress = phase_->advance();
+    if (!progress.isOk()) {
+      owner_.fail(op_, progress.status());
+      return progress.status();
+    }
+    if (progress.value() == Progress::kBlocked) return moved ? Progress::kAdvanced : Progress::kBlocked;
+    moved = true;
+    if (progress.value() == Progress::kDone) {
+      phase_.reset();
+      done_ = next_stage_ == plan_.nstages;
+    }
+  }
+  return Progress::kDone;
+}
+
+void RingTask::abandon(const Status& status) {
+  owner_.fail(op_, status);
+}
+
+std::unique_ptr<Phase> RingTask::startStage(Stage stage) {
+  switch (stage) {
+    case Stage::kReduceScatter: return startRingReduceScatter(op_, plan_.reduce);
+    case Stage::kAllGather: return startRingAllGather(op_, plan_.gather);
+    case Stage::kBroadcast: return startChainBroadcast(op_, plan_.broadcast);
+    case Stage::kBarrier: return startDisseminationBarrier(op_);
+  }
+  return startDisseminationBarrier(op_);
+}
+
+// ---- RingCollectives -----------------------------------------------------------------------------------
+
+Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void* sendbuf, void* recvbuf,
+                                                                     size_t recvcount, psdp_dtype_t dtype,
+                                                                     psdp_op_t op_kind) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("reduce-scatter", dtype, op_kind));
+  OpContext op = beginOp("reduce-scatter", recvcount, dtype);
+  const size_t esize = dtypeSize(dtype);
+  TaskPlan plan;
+  plan.reduce.kernel = kernel;
+  plan.reduce.elem_size = esize;
+  if (recvcount == 0 || params_.nranks == 1) {
+    plan.local = true;
+    plan.local_src = static_cast<const std::byte*>(sendbuf);
+    plan.local_dst = static_cast<std::byte*>(recvbuf);
+    plan.local_bytes = recvcount * esize;
+    return makeTask(op, plan);
+  }
+  BlockLayout layout(recvcount * static_cast<size_t>(params_.nranks), params_.nranks);
+  plan.reduce = {static_cast<const std::byte*>(sendbuf),
+                 static_cast<std::byte*>(recvbuf),
+                 layout,
+                 esize,
+                 fragElems(esize),
+                 kernel};
+  plan.stages[plan.nstages++] = Stage::kReduceScatter;
+  return makeTask(op, plan);
+}
+
+Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                                                 psdp_dtype_t dtype) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   if (dtypeSize(dtype) == 0) return Status::unsupported("all-gather of dtype {}", static_cast<int>(dtype));
-  OpContext op = beginOp("all-gather", sendcount, dtype, deadline);
+  OpContext op = beginOp("all-gather", sendcount, dtype);
   const size_t esize = dtypeSize(dtype);
-  const auto* input = static_cast<const std::byte*>(sendbuf);
-  auto* output = static_cast<std::byte*>(recvbuf);
-  if (sendcount == 0) return Status::ok();
-  if (params_.nranks == 1) {
-    copyIfDistinct(output, input, sendcount * esize);
-    return Status::ok();
+  TaskPlan plan;
+  plan.reduce.elem_size = esize;
+  if (sendcount == 0 || params_.nranks == 1) {
+    plan.local = true;
+    plan.local_src = static_cast<const std::byte*>(sendbuf);
+    plan.local_dst = static_cast<std::byte*>(recvbuf);
+    plan.local_bytes = sendcount * esize;
+    return makeTask(op, plan);
   }
-  logRing(op, esize);
   BlockLayout layout(sendcount * static_cast<size_t>(params_.nranks), params_.nranks);
-  RingAllGatherArgs args{input, output, layout, esize, fragElems(esize)};
-  return finish(op, ringAllGather(op, args));
+  plan.gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), layout, esize,
+                 fragElems(esize)};
+  plan.stages[plan.nstages++] = Stage::kAllGather;
+  return makeTask(op, plan);
 }
 
 // Reduce-scatter over nearly equal blocks leaves this rank's block of the sum in recvbuf; all-gather then
 // spreads every block from there. In place, the input blocks are only read (partial sums live in staging).
-Status RingCollectives::allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
-                                  psdp_op_t op_kind, const Deadline& deadline) {
+Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sendbuf, void* recvbuf, size_t count,
+                                                                 psdp_dtype_t dtype, psdp_op_t op_kind) {
   PSDP_RETURN_IF_ERROR(checkUsable());
-  ReduceKernel kernel = findReduceKernel(dtype, op_kind);
-  if (!kernel.isValid()) return Status::unsupported("all-reduce of {} with {}", dtypeName(dtype), opName(op_kind));
-  OpContext op = beginOp("all-reduce", count, dtype, deadline);
+  PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("all-reduce", dtype, op_kind));
+  OpContext op = beginOp("all-reduce", count, dtype);
   const size_t esize = dtypeSize(dtype);
   const auto* input = static_cast<const std::byte*>(sendbuf);
   auto* output = static_cast<std::byte*>(recvbuf);
-  if (count == 0) return Status::ok();
-  if (params_.nranks == 1) {
-    copyIfDistinct(output, input, count * esize);
-    if (kernel.finalize != nullptr) kernel.finalize(output, count, 1);
-    return Status::ok();
+  TaskPlan plan;
+  plan.reduce.kernel = kernel;
+  plan.reduce.elem_size = esize;
+  if (count == 0 || params_.nranks == 1) {
+    plan.local = true;
+    plan.local_src = input;
+    plan.local_dst = output;
+    plan.local_bytes = count * esize;
+    return makeTask(op, plan);
   }
-  logRing(op, esize);
   BlockLayout layout(count, params_.nranks);
   std::byte* own_block = output + layout.offset(params_.rank) * esize;
-  RingReduceScatterArgs reduce{input, own_block, layout, esize, fragElems(esize), kernel};
-  PSDP_RETURN_IF_ERROR(finish(op, ringReduceScatter(op, reduce)));
-  RingAllGatherArgs gather{own_block, output, layout, esize, fragElems(esize)};
-  return finish(op, ringAllGather(op, gather));
+  plan.reduce = {input, own_block, layout, esize, fragElems(esize), kernel};
+  plan.gather = {own_block, output, layout, esize, fragElems(esize)};
+  plan.stages[plan.nstages++] = Stage::kReduceScatter;
+  plan.stages[plan.nstages++] = Stage::kAllGather;
+  return makeTask(op, plan);
 }
 
-Status RingCollectives::barrier(const Deadline& deadline) {
+Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                                                 psdp_dtype_t dtype, int root) {
   PSDP_RETURN_IF_ERROR(checkUsable());
-  OpContext op = beginOp("barrier", 0, PSDP_UINT8, deadline);
+  if (dtypeSize(dtype) == 0) return Status::unsupported("broadcast of dtype {}", static_cast<int>(dtype));
+  if (root < 0 || root >= params_.nranks) {
+    return Status::invalidArgument("broadcast root {} is outside [0, {})", root, params_.nranks);
+  }
+  OpContext op = beginOp("broadcast", count, dtype);
+  const size_t esize = dtypeSize(dtype);
+  TaskPlan plan;
+  plan.reduce.elem_size = esize;
+  if (count == 0 || params_.nranks == 1) {
+    plan.local = true;
+    plan.local_src = static_cast<const std::byte*>(sendbuf);
+    plan.local_dst = static_cast<std::byte*>(recvbuf);
+    plan.local_bytes = count * esize;
+    return makeTask(op, plan);
+  }
+  plan.broadcast = {
+      root, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count, esize, fragElems(esize)};
+  plan.stages[plan.nstages++] = Stage::kBroadcast;
+  return makeTask(op, plan);
+}
+
+Result<std::unique_ptr<CollTask>> RingCollectives::postBarrier() {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  OpContext op = beginOp("barrier", 0, PSDP_UINT8);
   op.has_data = false;
-  if (params_.nranks == 1) return Status::ok();
-  log().debug("{}: dissemination over {} ranks", op.describe(), params_.nranks);
-  return finish(op, disseminationBarrier(op));
+  TaskPlan plan;
+  if (params_.nranks > 1) plan.stages[plan.nstages++] = Stage::kBarrier;
+  return makeTask(op, plan);
 }
 
 // A failed operation may have left transfers posted on the shared completions and tag space; running
 // another one on top could match its messages or reset its completions under the transport.
 Status RingCollectives::checkUsable() const {
+  std::lock_guard lock(failed_mutex_);
   if (failed_.isOk()) return Status::ok();
   return Status::make(failed_.code(), "collectives unusable after an earlier failure: {}", failed_.message());
 }
 
-OpContext RingCollectives::beginOp(const char* kind, size_t count, psdp_dtype_t dtype, const Deadline& deadline) {
+OpContext RingCollectives::beginOp(const char* kind, size_t count, psdp_dtype_t dtype) {
   OpContext op;
   op.transport = &transport_;
   op.rank = params_.rank;
   op.nranks = params_.nranks;
   op.seq = seq_++;
   op.tag = makeTag(params_.context_id, op.seq);
-  op.deadline = deadline;
   op.sends = &sends_;
   op.recvs = &recvs_;
   op.staging = &staging_;
@@ -154,20 +305,46 @@ OpContext RingCollectives::beginOp(const char* kind, size_t count, psdp_dtype_t 
   return op;
 }
 
-void RingCollectives::logRing(const OpContext& op, size_t esize) const {
+void RingCollectives::logStart(const OpContext& op) const {
+  if (!op.has_data) {
+    log().debug("{}: dissemination over {} ranks", op.describe(), params_.nranks);
+    return;
+  }
   log().debug("{}: ring over {} ranks, fragments of {} elements, {} in flight per direction", op.describe(),
-              params_.nranks, fragElems(esize), kDepth);
+              params_.nranks, fragElems(dtypeSize(op.dtype)), kDepth);
 }
 
-Status RingCollectives::finish(const OpContext& op, Status status) {
+void RingCollectives::fail(const OpContext& op, const Status& status) {
+  std::lock_guard lock(failed_mutex_);
   if (!status.isOk() && failed_.isOk()) {
     failed_ = status;
     log().warn("{} failed, collectives of this communicator are now unusable: {}", op.describe(), status.toString());
   }
-  return status;
 }
 
 }  // namespace
+
+Status Collectives::run(Result<std::unique_ptr<CollTask>> posted, const Deadline& deadline) {
+  PSDP_RETURN_IF_ERROR(posted.status());
+  CollTask& task = *posted.value();
+  task.start(deadline);
+  while (true) {
+    // Read the counter before advancing, so that a completion landing after the check still wakes us.
+    uint32_t seen = transport_.eventCount();
+    PSDP_ASSIGN_OR_RETURN(Progress progress, task.advance());
+    if (progress == Progress::kDone) return Status::ok();
+    if (progress == Progress::kAdvanced) continue;
+    // A busy transport can keep waitEvents returning early; the deadline must still hold.
+    Status waited = deadline.expired() ? Status::timeout("deadline passed") : transport_.waitEvents(seen, deadline);
+    if (waited.code() == PSDP_ERR_TIMEOUT) {
+      waited = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
+    }
+    if (!waited.isOk()) {
+      task.abandon(waited);
+      return waited;
+    }
+  }
+}
 
 Result<std::unique_ptr<Collectives>> Collectives::create(transport::Transport& transport, const CollParams& params) {
   if (params.nranks < 1 || params.rank < 0 || params.rank >= params.nranks) {

@@ -1,6 +1,6 @@
 // Collective algorithms over the transport's point-to-point interface. Callers (core/) have validated the
 // arguments: buffers non-null where count > 0, dtype/op supported, in-place aliasing as the public header
-// defines it. Every call is blocking and returns by its deadline.
+// defines it. Blocking calls return by their deadline; posted tasks (CollTask) are driven by the caller.
 #pragma once
 
 #include <psdp/psdp.h>
@@ -8,10 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "base/deadline.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "coll/custom_ops.h"
+#include "coll/progress_loop.h"
 #include "transport/transport.h"
 
 namespace psdp::coll {
@@ -22,6 +25,30 @@ struct CollParams {
   size_t chunk_bytes = 1 << 20;  // fragment size of pipelined transfers; at least kMinChunkBytes
   uint32_t context_id = 0;       // distinguishes communicators that share a transport; low 16 bits kept (tag.h)
   Logger log;                    // null: the process logger
+};
+
+// One posted collective. It holds its arguments, tag and sequence number from the moment it is posted; it
+// touches the staging memory, the completions and the caller's buffers only from start() until advance()
+// reports kDone or an error. Tasks of one Collectives therefore run one at a time, in posting order: the
+// caller (core's engine) starts the next one only when the previous one is done. Not thread-safe; the
+// caller serialises start/advance. REQUIRES: the Collectives that made it outlives every call on it.
+class CollTask {
+ public:
+  virtual ~CollTask() = default;
+  // "all-reduce #12 (count 1000, float32)": kind, sequence number, count.
+  virtual std::string describe() const = 0;
+  // Claims staging and completions; operations that need no peer (count 0, one rank) complete here.
+  virtual void start(const Deadline& deadline) = 0;
+  const Deadline& deadline() const { return deadline_; }
+  // Never blocks. Errors: remote error; the Collectives is then failed (see below).
+  virtual Result<Progress> advance() = 0;
+  // The peers and operations it is blocked on, for the timeout message.
+  virtual std::string waitingFor() const = 0;
+  // Records that the task gave up (timeout decided by the caller): the Collectives is then failed.
+  virtual void abandon(const Status& status) = 0;
+
+ protected:
+  Deadline deadline_ = Deadline::never();
 };
 
 // Below this a fragment could not hold one element of every dtype with room to spare.
@@ -35,7 +62,8 @@ const char* opName(psdp_op_t op);
 
 // The collectives of one communicator: owns the staging memory (allocated and touched once, at creation),
 // the completions of in-flight transfers, and the operation sequence number that keeps the tags of
-// consecutive operations apart. Not thread-safe: one operation at a time.
+// consecutive operations apart. One thread at a time posts; one thread at a time (possibly another one, core's
+// progress engine) drives the tasks. Only the failure state is shared between the two, under a lock.
 //
 // Failure: after any error (remote error, timeout) the object is failed and every later call returns that
 // first error. The failed operation may leave sends and receives posted; they reference this object's
@@ -49,18 +77,56 @@ class Collectives {
   static Result<std::unique_ptr<Collectives>> create(transport::Transport& transport, const CollParams& params);
   virtual ~Collectives() = default;
 
+  // Nonblocking posts: check what can be checked locally (unsupported dtype/op, an earlier failure) and take
+  // the next sequence number; nothing moves until the task is started. Buffer contracts as below.
+  virtual Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                                              psdp_dtype_t dtype, psdp_op_t op) = 0;
+  virtual Result<std::unique_ptr<CollTask>> postAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                                          psdp_dtype_t dtype) = 0;
+  virtual Result<std::unique_ptr<CollTask>> postAllReduce(const void* sendbuf, void* recvbuf, size_t count,
+                                                          psdp_dtype_t dtype, psdp_op_t op) = 0;
+  // recvbuf: count elements on every rank; sendbuf: count elements, read on the root only. In place:
+  // sendbuf == recvbuf. Errors: invalid argument (root outside [0, nranks)).
+  virtual Result<std::unique_ptr<CollTask>> postBroadcast(const void* sendbuf, void* recvbuf, size_t count,
+                                                          psdp_dtype_t dtype, int root) = 0;
+  virtual Result<std::unique_ptr<CollTask>> postBarrier() = 0;
+
+  // Blocking forms: post, then drive the task in this thread until done or the deadline.
+
   // sendbuf: nranks*recvcount elements; recvbuf: recvcount. In place: recvbuf == sendbuf + rank*recvcount.
   // Integer sums are exact (wrapping on overflow); float sums depend on the ring order.
-  virtual Status reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, psdp_op_t op,
-                               const Deadline& deadline) = 0;
+  Status reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, psdp_op_t op,
+                       const Deadline& deadline) {
+    return run(postReduceScatter(sendbuf, recvbuf, recvcount, dtype, op), deadline);
+  }
   // sendbuf: sendcount elements; recvbuf: nranks*sendcount. In place: sendbuf == recvbuf + rank*sendcount.
-  virtual Status allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
-                           const Deadline& deadline) = 0;
+  Status allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype, const Deadline& deadline) {
+    return run(postAllGather(sendbuf, recvbuf, sendcount, dtype), deadline);
+  }
   // sendbuf, recvbuf: count elements; count need not divide by nranks. In place: sendbuf == recvbuf.
-  virtual Status allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
-                           const Deadline& deadline) = 0;
+  Status allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
+                   const Deadline& deadline) {
+    return run(postAllReduce(sendbuf, recvbuf, count, dtype, op), deadline);
+  }
   // Returns when every rank has entered it.
-  virtual Status barrier(const Deadline& deadline) = 0;
+  Status broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
+                   const Deadline& deadline) {
+    return run(postBroadcast(sendbuf, recvbuf, count, dtype, root), deadline);
+  }
+  Status barrier(const Deadline& deadline) { return run(postBarrier(), deadline); }
+
+  // Starts `task` and drives it (transport waits included) until done, an error or the deadline (timeout,
+  // naming the operation and the peers it waited for).
+  Status run(Result<std::unique_ptr<CollTask>> task, const Deadline& deadline);
+
+  // The premul-sum ops the reductions accept as `op` besides the built-in ones; a post resolves its op
+  // here (invalid argument, object still usable, for an op unknown to it or used with another dtype).
+  CustomOps& customOps() { return custom_ops_; }
+
+ protected:
+  explicit Collectives(transport::Transport& transport) : transport_(transport) {}
+  transport::Transport& transport_;
+  CustomOps custom_ops_;
 };
 
 }  // namespace psdp::coll

@@ -11,6 +11,17 @@ namespace psdp::coll {
 
 enum class Progress { kBlocked, kAdvanced, kDone };
 
+// One algorithm's state machine (a ring pass, the barrier), as a posted collective drives it: the caller
+// owns the loop, so several can be stepped from one progress thread.
+class Phase {
+ public:
+  virtual ~Phase() = default;
+  // Posts what may be posted, consumes what has completed; never blocks.
+  virtual Result<Progress> advance() = 0;
+  // The peers and operations it is blocked on, for the timeout message.
+  virtual std::string waitingFor() const = 0;
+};
+
 // Drives `algorithm` until its advance() reports kDone. The algorithm provides:
 //   Result<Progress> advance();      post what may be posted, consume what has completed; never blocks
 //   std::string waitingFor() const;  the peers and operations it is blocked on, for the timeout message

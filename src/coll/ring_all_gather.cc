@@ -5,6 +5,7 @@
 #include "coll/ring_all_gather.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "coll/progress_loop.h"
@@ -17,7 +18,7 @@ namespace {
 constexpr int kSendShift = 0;
 constexpr int kRecvShift = 1;
 
-class RingAllGather {
+class RingAllGather final : public Phase {
  public:
   RingAllGather(const OpContext& op, const RingAllGatherArgs& args)
       : op_(op),
@@ -27,8 +28,8 @@ class RingAllGather {
         posted_(args.layout, shape_, kRecvShift),
         arrived_(posted_) {}
 
-  Result<Progress> advance();
-  std::string waitingFor() const {
+  Result<Progress> advance() override;
+  std::string waitingFor() const override {
     return describeRingWait(op_, "all-gather", arrived_.index(), posted_.index(), sends_.windowBegin(),
                             sends_.next().index());
   }
@@ -102,6 +103,12 @@ Status RingAllGather::postRecvs() {
 }
 
 }  // namespace
+
+std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGatherArgs& args) {
+  std::byte* own_block = args.output + args.layout.offset(op.rank) * args.elem_size;
+  if (args.own != own_block) std::memcpy(own_block, args.own, args.layout.size(op.rank) * args.elem_size);
+  return std::make_unique<RingAllGather>(op, args);
+}
 
 Status ringAllGather(const OpContext& op, const RingAllGatherArgs& args) {
   std::byte* own_block = args.output + args.layout.offset(op.rank) * args.elem_size;

@@ -3,10 +3,13 @@
 // and forwarded from there: no staging, no copy. Used by all-gather and as the second half of all-reduce.
 #pragma once
 
+#include <memory>
+
 #include <cstddef>
 
 #include "base/status.h"
 #include "coll/op_context.h"
+#include "coll/progress_loop.h"
 #include "coll/ring_schedule.h"
 
 namespace psdp::coll {
@@ -23,5 +26,9 @@ struct RingAllGatherArgs {
 // every fragment has arrived and every send has completed, or returns the first error (remote error,
 // timeout).
 Status ringAllGather(const OpContext& op, const RingAllGatherArgs& args);
+
+// The same pass as a state machine that the caller drives (a posted collective); copies `own` now.
+// REQUIRES: as above, and `op` and `args` outlive the returned phase.
+std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGatherArgs& args);
 
 }  // namespace psdp::coll

@@ -10,6 +10,8 @@
 // fragments than there are slots.
 #include "coll/ring_reduce_scatter.h"
 
+#include <memory>
+
 #include <string>
 
 #include "coll/progress_loop.h"
@@ -23,7 +25,7 @@ namespace {
 constexpr int kSendShift = 1;
 constexpr int kRecvShift = 2;
 
-class RingReduceScatter {
+class RingReduceScatter final : public Phase {
  public:
   RingReduceScatter(const OpContext& op, const RingReduceScatterArgs& args)
       : op_(op),
@@ -33,8 +35,8 @@ class RingReduceScatter {
         posted_(args.layout, shape_, kRecvShift),
         arrived_(posted_) {}
 
-  Result<Progress> advance();
-  std::string waitingFor() const {
+  Result<Progress> advance() override;
+  std::string waitingFor() const override {
     return describeRingWait(op_, "reduce-scatter", arrived_.index(), posted_.index(), sends_.windowBegin(),
                             sends_.next().index());
   }
@@ -68,12 +70,19 @@ Result<Progress> RingReduceScatter::advance() {
   return moved_ ? Progress::kAdvanced : Progress::kBlocked;
 }
 
-// Step 0 sends this rank's own input; it needs nothing but a free completion.
+// Step 0 sends this rank's own input; it needs nothing but a free completion. Premul-sum scales it first,
+// into the send slot that goes with that completion (free along with it), since no combine will.
 Status RingReduceScatter::postInputSends() {
   while (!sends_.next().done() && sends_.next().step() == 0) {
     PSDP_ASSIGN_OR_RETURN(bool free, sends_.slotFree());
     if (!free) break;
-    PSDP_RETURN_IF_ERROR(sends_.post(args_.input + sends_.next().bufferOffset() * args_.elem_size));
+    const std::byte* data = args_.input + sends_.next().bufferOffset() * args_.elem_size;
+    if (args_.kernel.scalesInput()) {
+      std::byte* scaled = sendSlot(sends_.next().index());
+      args_.kernel.scaleInput(scaled, data, sends_.next().count());
+      data = scaled;
+    }
+    PSDP_RETURN_IF_ERROR(sends_.post(data));
     moved_ = true;
   }
   return Status::ok();
@@ -133,6 +142,10 @@ Result<bool> RingReduceScatter::forwardReady() const {
 }
 
 }  // namespace
+
+std::unique_ptr<Phase> startRingReduceScatter(const OpContext& op, const RingReduceScatterArgs& args) {
+  return std::make_unique<RingReduceScatter>(op, args);
+}
 
 Status ringReduceScatter(const OpContext& op, const RingReduceScatterArgs& args) {
   RingReduceScatter ring(op, args);

@@ -3,10 +3,13 @@
 // and as the first half of all-reduce.
 #pragma once
 
+#include <memory>
+
 #include <cstddef>
 
 #include "base/status.h"
 #include "coll/op_context.h"
+#include "coll/progress_loop.h"
 #include "coll/reduce_kernels.h"
 #include "coll/ring_schedule.h"
 
@@ -24,5 +27,9 @@ struct RingReduceScatterArgs {
 // REQUIRES: op.nranks >= 2; op.staging has 2 * op.depth() slots. Blocks until every fragment has been
 // reduced and every send has completed, or returns the first error (remote error, timeout).
 Status ringReduceScatter(const OpContext& op, const RingReduceScatterArgs& args);
+
+// The same pass as a state machine that the caller drives (a posted collective). REQUIRES: as above, and
+// `op` and `args` outlive the returned phase.
+std::unique_ptr<Phase> startRingReduceScatter(const OpContext& op, const RingReduceScatterArgs& args);
 
 }  // namespace psdp::coll

@@ -8,7 +8,8 @@
 // match in the order they were posted, and both ends of a link walk the same schedule (ring_schedule.h).
 // The sequence number makes ranks that disagree on the order of collectives (a caller's bug) stall and
 // time out with a message naming the operation, instead of silently reducing one operation's data into
-// another's. 2^23 operations is far more than can be in flight, since every collective blocks.
+// another's. Tags of two operations alias only if 2^23 of them are outstanding at once (posted but not yet
+// complete on some rank), far more than any caller queues.
 #pragma once
 
 #include <cstdint>

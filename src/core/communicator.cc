@@ -10,10 +10,12 @@ Communicator::Communicator(int rank, int nranks, Config config, Logger log)
     : rank_(rank), nranks_(nranks), config_(std::move(config)), log_(std::move(log)) {}
 
 Communicator::~Communicator() {
-  // Collectives hold no transport operation between calls, so they can go first; the transport's own
-  // destructor closes endpoints and stops its thread when finalize() did not.
-  collectives_.reset();
+  // The engine first: it stops its thread and completes queued requests. A failed collective may have left
+  // transfers posted on the collectives' completions and staging; the transport's destructor aborts them
+  // (and closes endpoints when finalize() did not), so it goes before the collectives.
+  engine_.reset();
   transport_.reset();
+  collectives_.reset();
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const RendezvousId& id, int rank,
@@ -32,21 +34,40 @@ Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const Ren
 }
 
 Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
-  transport::TransportParams params{rank_, nranks_, config_.progress_mode, log_};
-  PSDP_ASSIGN_OR_RETURN(transport_, transport::createHostTransport(params));
+  PSDP_RETURN_IF_ERROR(createTransport());
   PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, transport_->localAddress());
   log_->debug("rendezvous at {} as rank {} of {}", id.address(), rank_, nranks_);
   PSDP_ASSIGN_OR_RETURN(auto addresses, exchangeViaRoot(id, rank_, nranks_, address, config_, deadline, log_));
+  return connectPeers(addresses, deadline);
+}
+
+Status Communicator::createTransport() {
+  // With PSDP_PROGRESS=thread the transport keeps its own progress thread even though the engine has one:
+  // the transport's thread keeps progressing UCX between collectives (sleeping on the worker's event fd),
+  // which rendezvous protocols need after the local side of an operation has completed (a CMA read's
+  // acknowledgement to the sender), and the engine thread then sleeps on the transport's event counter.
+  transport::TransportParams params{rank_, nranks_, config_.progress_mode, log_};
+  PSDP_ASSIGN_OR_RETURN(transport_, transport::createHostTransport(params));
+  return Status::ok();
+}
+
+Status Communicator::connectPeers(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) {
   PSDP_RETURN_IF_ERROR(transport_->connect(addresses, deadline));
   coll::CollParams coll_params{rank_, nranks_, config_.chunk_bytes, /*context_id=*/0, log_};
   PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*transport_, coll_params));
+  bool background = config_.progress_mode == PSDP_PROGRESS_THREAD;
+  engine_ = std::make_unique<CollEngine>(*transport_, background, config_.timeout_s, log_);
   log_->info("communicator ready: rank {} of {}, transport {}, pid {}", rank_, nranks_, transport_->name(), getpid());
   return Status::ok();
 }
 
 Status Communicator::checkUsable(const char* what) const {
   switch (state_) {
-    case State::kActive: return Status::ok();
+    case State::kActive: {
+      Status engine_failure = engine_->failure();
+      if (engine_failure.isOk()) return Status::ok();
+      return engine_failure.withContext(fmt::format("{}: the communicator failed earlier", what));
+    }
     case State::kFinalized: return Status::invalidUsage("{}: the communicator is finalized", what);
     case State::kFailed: return failure_.withContext(fmt::format("{}: the communicator failed earlier", what));
   }
@@ -69,30 +90,53 @@ Status Communicator::fail(Status status) {
   return status;
 }
 
+Status Communicator::submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p) {
+  if (!task.isOk()) return fail(task.status());
+  PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Request> request, engine_->post(std::move(task).value()));
+  if (request_p != nullptr) {
+    *request_p = std::move(request);
+    return Status::ok();
+  }
+  engine_->wait(*request, Deadline::never());
+  return fail(request->status());
+}
+
 Status Communicator::reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype,
-                                   psdp_op_t op) {
+                                   psdp_op_t op, std::shared_ptr<Request>* request_p) {
   PSDP_RETURN_IF_ERROR(checkUsable("reduce-scatter"));
-  Deadline deadline = Deadline::after(config_.timeout_s);
-  return fail(collectives_->reduceScatter(sendbuf, recvbuf, recvcount, dtype, op, deadline));
+  return submit(collectives_->postReduceScatter(sendbuf, recvbuf, recvcount, dtype, op), request_p);
 }
 
-Status Communicator::allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype) {
+Status Communicator::allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
+                               std::shared_ptr<Request>* request_p) {
   PSDP_RETURN_IF_ERROR(checkUsable("all-gather"));
-  Deadline deadline = Deadline::after(config_.timeout_s);
-  return fail(collectives_->allGather(sendbuf, recvbuf, sendcount, dtype, deadline));
+  return submit(collectives_->postAllGather(sendbuf, recvbuf, sendcount, dtype), request_p);
 }
 
-Status Communicator::allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op) {
+Status Communicator::allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
+                               std::shared_ptr<Request>* request_p) {
   PSDP_RETURN_IF_ERROR(checkUsable("all-reduce"));
-  Deadline deadline = Deadline::after(config_.timeout_s);
-  return fail(collectives_->allReduce(sendbuf, recvbuf, count, dtype, op, deadline));
+  return submit(collectives_->postAllReduce(sendbuf, recvbuf, count, dtype, op), request_p);
+}
+
+Status Communicator::broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
+                               std::shared_ptr<Request>* request_p) {
+  PSDP_RETURN_IF_ERROR(checkUsable("broadcast"));
+  return submit(collectives_->postBroadcast(sendbuf, recvbuf, count, dtype, root), request_p);
+}
+
+Status Communicator::barrier(std::shared_ptr<Request>* request_p) {
+  PSDP_RETURN_IF_ERROR(checkUsable("barrier"));
+  return submit(collectives_->postBarrier(), request_p);
 }
 
 Status Communicator::finalize() {
   PSDP_RETURN_IF_ERROR(checkUsable("finalize"));
+  // The barrier makes sure no peer still expects data from us before our endpoints close; queued behind
+  // any request still outstanding, it also lets those complete first.
+  PSDP_RETURN_IF_ERROR(barrier());
   Deadline deadline = Deadline::after(config_.timeout_s);
-  // The barrier makes sure no peer still expects data from us before our endpoints close.
-  PSDP_RETURN_IF_ERROR(fail(collectives_->barrier(deadline)));
+  engine_.reset();
   collectives_.reset();
   Status closed = transport_->close(deadline);
   state_ = State::kFinalized;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "base/config.h"
 #include "base/deadline.h"
@@ -12,6 +13,7 @@
 #include "base/status.h"
 #include "coll/collectives.h"
 #include "core/bootstrap.h"
+#include "core/coll_engine.h"
 #include "core/rendezvous_id.h"
 #include "transport/transport.h"
 
@@ -34,22 +36,52 @@ class Communicator {
   const Config& config() const { return config_; }
   const Logger& log() const { return log_; }
 
-  // Collectives. Arguments have been validated by the caller. A timeout or a remote error fails the
-  // communicator: every later call returns that error again.
-  Status reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, psdp_op_t op);
-  Status allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype);
-  Status allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op);
+  // Collectives. Arguments have been validated by the caller. Each is posted to the engine; `request_p`
+  // NULL: the call then waits for it (blocking), otherwise *request_p receives the request. A timeout or a
+  // remote error fails the communicator: every later call returns that error again. One thread at a time
+  // posts on a communicator (ranks must agree on the order of collectives anyway).
+  Status reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, psdp_op_t op,
+                       std::shared_ptr<Request>* request_p = nullptr);
+  Status allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
+                   std::shared_ptr<Request>* request_p = nullptr);
+  Status allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
+                   std::shared_ptr<Request>* request_p = nullptr);
+  Status broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
+                   std::shared_ptr<Request>* request_p = nullptr);
+  Status barrier(std::shared_ptr<Request>* request_p = nullptr);
+
+  // Requests of this communicator's collectives. Thread-safe. test: never blocks, true once done.
+  // wait: false when `until` passed first (the request stays valid); the communicator's timeout applies to
+  // each operation independently of `until`.
+  bool test(Request& request) { return engine_->test(request); }
+  bool wait(Request& request, const Deadline& until) { return engine_->wait(request, until) == WaitResult::kDone; }
+
+  // Collective over this communicator: ranks with the same color (>= 0) form a new communicator ordered by
+  // (key, rank here); color PSDP_SPLIT_NOCOLOR yields nullptr. The new one has its own transport (UCX worker),
+  // wired up through this communicator's all-gather, so the two are independent afterwards. config
+  // nullptr: this communicator's. Blocks up to the timeout; errors fail this communicator as a collective
+  // would (except invalid argument, decided locally).
+  Result<std::unique_ptr<Communicator>> split(int color, int key, const Config* config);
 
   // Waits for every rank (barrier), then flushes and closes the transport. Only destruction may follow.
   Status finalize();
+
+  // This communicator's premul-sum ops (thread-safe table); null once finalized.
+  coll::CustomOps* customOps() { return collectives_ ? &collectives_->customOps() : nullptr; }
 
  private:
   enum class State { kActive, kFailed, kFinalized };
 
   Communicator(int rank, int nranks, Config config, Logger log);
   Status connect(const RendezvousId& id, const Deadline& deadline);
+  Status createTransport();
+  // Connects the transport to every rank's address, then prepares the collectives and the engine.
+  Status connectPeers(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline);
   // Checks that a collective may run now.
   Status checkUsable(const char* what) const;
+  // Queues a posted task; waits for it when request_p is NULL. REQUIRES: checkUsable() passed (the
+  // collectives exist).
+  Status submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p);
   // Records a fatal error: the communicator refuses further collectives.
   Status fail(Status status);
 
@@ -57,9 +89,11 @@ class Communicator {
   const int nranks_;
   const Config config_;
   Logger log_;
-  // Declared in creation order so that destruction runs in reverse: collectives before the transport.
+  // Declared in creation order; the destructor stops the engine, then closes the transport (which
+  // completes what a failed collective left posted) before the collectives' staging and completions go.
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<coll::Collectives> collectives_;
+  std::unique_ptr<CollEngine> engine_;
   State state_ = State::kActive;
   Status failure_;
 };

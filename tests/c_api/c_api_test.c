@@ -8,24 +8,24 @@
 static int failures = 0;
 static int checks = 0;
 
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    ++checks;                                                         \
-    if (!(cond)) {                                                    \
-      ++failures;                                                     \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    ++checks;                                                                  \
+    if (!(cond)) {                                                             \
+      ++failures;                                                              \
       fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                 \
+    }                                                                          \
   } while (0)
 
 /* The call returns `code` and the thread's (or comm's) last error mentions `word`. */
-#define CHECK_ERROR(call, code, comm, word)                                                   \
-  do {                                                                                        \
-    psdp_status_t s_ = (call);                                                                \
-    CHECK(s_ == (code));                                                                      \
+#define CHECK_ERROR(call, code, comm, word)                                                                 \
+  do {                                                                                                      \
+    psdp_status_t s_ = (call);                                                                              \
+    CHECK(s_ == (code));                                                                                    \
     if (s_ != (code)) fprintf(stderr, "  got %s: %s\n", psdp_status_string(s_), psdp_get_last_error(comm)); \
-    CHECK(strstr(psdp_get_last_error(comm), (word)) != NULL);                                 \
-    if (strstr(psdp_get_last_error(comm), (word)) == NULL)                                    \
-      fprintf(stderr, "  message '%s' lacks '%s'\n", psdp_get_last_error(comm), (word));      \
+    CHECK(strstr(psdp_get_last_error(comm), (word)) != NULL);                                               \
+    if (strstr(psdp_get_last_error(comm), (word)) == NULL)                                                  \
+      fprintf(stderr, "  message '%s' lacks '%s'\n", psdp_get_last_error(comm), (word));                    \
   } while (0)
 
 static void test_abi(void) {
@@ -104,6 +104,51 @@ static void test_handle_arguments(void) {
               "comm");
   /* A pointer that was never a communicator is refused, not dereferenced. */
   CHECK_ERROR(psdp_comm_rank((psdp_comm_h)buf, &value), PSDP_ERR_INVALID_USAGE, NULL, "not a live communicator");
+  CHECK_ERROR(psdp_broadcast(buf, buf, 4, PSDP_FLOAT32, 0, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_barrier(NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_request_test(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
+  CHECK_ERROR(psdp_request_wait(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
+  CHECK_ERROR(psdp_request_wait_timeout(NULL, 1.0), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
+  CHECK_ERROR(psdp_request_free(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
+  /* A pointer that was never a request is refused, not dereferenced. */
+  CHECK_ERROR(psdp_request_test((psdp_request_h)buf), PSDP_ERR_INVALID_USAGE, NULL, "not a live request");
+}
+
+/* Requests on one rank: they complete at once, but the handle rules are the same as on many. */
+static void test_one_rank_requests(psdp_comm_h comm) {
+  float data[5] = {1, 2, 3, 4, 5};
+  float out[5] = {0};
+  psdp_request_h req = NULL;
+  psdp_request_h barrier_req = NULL;
+
+  CHECK(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, &req) == PSDP_SUCCESS && req != NULL);
+  CHECK(psdp_barrier(comm, &barrier_req) == PSDP_SUCCESS && barrier_req != NULL);
+  CHECK(psdp_request_wait(barrier_req) == PSDP_SUCCESS);
+  CHECK(psdp_request_wait_timeout(req, 10.0) == PSDP_SUCCESS);
+  CHECK(out[0] == 1 && out[4] == 5);
+  CHECK(psdp_request_test(req) == PSDP_SUCCESS);
+  CHECK_ERROR(psdp_request_wait_timeout(req, -1.0), PSDP_ERR_INVALID_ARGUMENT, comm, "timeout_s");
+  CHECK(psdp_request_free(req) == PSDP_SUCCESS);
+  CHECK(psdp_request_free(barrier_req) == PSDP_SUCCESS);
+  /* Freed: refused with invalid usage, never dereferenced. */
+  CHECK_ERROR(psdp_request_free(req), PSDP_ERR_INVALID_USAGE, NULL, "not a live request");
+  CHECK_ERROR(psdp_request_test(req), PSDP_ERR_INVALID_USAGE, NULL, "not a live request");
+  CHECK_ERROR(psdp_request_wait(req), PSDP_ERR_INVALID_USAGE, NULL, "not a live request");
+
+  /* Broadcast: a bad root is an invalid argument naming root, and no request is made. */
+  req = NULL;
+  CHECK_ERROR(psdp_broadcast(data, out, 5, PSDP_FLOAT32, 1, comm, NULL, &req), PSDP_ERR_INVALID_ARGUMENT, comm, "root");
+  CHECK_ERROR(psdp_broadcast(data, out, 5, PSDP_FLOAT32, -1, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "root");
+  CHECK(req == NULL);
+  CHECK_ERROR(psdp_broadcast(NULL, out, 5, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "sendbuf");
+  CHECK_ERROR(psdp_broadcast(data, data + 1, 3, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "overlap");
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_broadcast(data, out, 5, PSDP_FLOAT32, 0, comm, NULL, NULL) == PSDP_SUCCESS);
+  CHECK(out[0] == 1 && out[4] == 5);
+  CHECK(psdp_barrier(comm, NULL) == PSDP_SUCCESS);
 }
 
 /* A one-rank communicator exercises the whole init path in-process: unique id, root thread, UCX. */
@@ -134,10 +179,10 @@ static void test_one_rank_lifecycle(void) {
   CHECK(out[0] == 1 && out[4] == 5);
 
   /* Bad arguments: the error names the argument and the communicator stays usable. */
-  CHECK_ERROR(psdp_all_reduce(NULL, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
-              comm, "sendbuf");
-  CHECK_ERROR(psdp_all_reduce(data, NULL, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
-              comm, "recvbuf");
+  CHECK_ERROR(psdp_all_reduce(NULL, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "sendbuf");
+  CHECK_ERROR(psdp_all_reduce(data, NULL, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "recvbuf");
   CHECK_ERROR(psdp_all_reduce(data, out, 5, (psdp_dtype_t)99, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
               comm, "dtype");
   CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, (psdp_op_t)42, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
@@ -148,13 +193,14 @@ static void test_one_rank_lifecycle(void) {
               comm, "overlap");
   CHECK_ERROR(psdp_all_reduce((char*)misaligned_storage + 1, out, 2, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL),
               PSDP_ERR_INVALID_ARGUMENT, comm, "aligned");
-  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT64, PSDP_MAX, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
-              "max");
+  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, (psdp_op_t)-3, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
+              comm, "op");
   CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, (void*)data, NULL), PSDP_ERR_UNSUPPORTED,
               comm, "stream");
   CHECK(psdp_reduce_scatter(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS);
   CHECK(psdp_all_gather(data, out, 5, PSDP_FLOAT32, comm, NULL, NULL) == PSDP_SUCCESS);
   CHECK(out[2] == 3);
+  test_one_rank_requests(comm);
 
   CHECK(psdp_comm_finalize(comm) == PSDP_SUCCESS);
   CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_USAGE, comm,

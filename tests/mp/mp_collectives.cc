@@ -10,24 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "mp_report.h"
+
+using psdp::mp::why;
+
 namespace {
 
 int g_rank = 0;
 int g_nranks = 1;
-int g_passed = 0;
-int g_failed = 0;
-
-void report(bool ok, const std::string& what) {
-  if (ok) {
-    ++g_passed;
-  } else {
-    ++g_failed;
-    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-  }
-}
+psdp::mp::Report g_report;
 
 // The input of rank r at index i: distinct per rank and index, small enough for exact float sums.
-int32_t input(int r, size_t i) { return static_cast<int32_t>((r + 1) * 1000 + static_cast<int>(i % 991)); }
+int32_t input(int r, size_t i) {
+  return static_cast<int32_t>((r + 1) * 1000 + static_cast<int>(i % 991));
+}
 
 int32_t sumOverRanks(size_t i) {
   int32_t s = 0;
@@ -53,9 +49,11 @@ template <typename T>
 bool expectEqual(const T* got, size_t n, size_t first_index, bool reduced, const Case<T>& c, size_t block) {
   for (size_t i = 0; i < n; ++i) {
     size_t index = first_index + i;
-    T want = reduced ? static_cast<T>(sumOverRanks(index)) : static_cast<T>(input(static_cast<int>(index / block), index % block));
+    T want = reduced ? static_cast<T>(sumOverRanks(index))
+                     : static_cast<T>(input(static_cast<int>(index / block), index % block));
     if (got[i] != want) {
-      std::fprintf(stderr, "%s: element %zu is %g, expected %g\n", describe(c).c_str(), index, double(got[i]), double(want));
+      std::fprintf(stderr, "%s: element %zu is %g, expected %g\n", describe(c).c_str(), index, double(got[i]),
+                   double(want));
       return false;
     }
   }
@@ -70,8 +68,8 @@ void runReduceScatter(psdp_comm_h comm, const Case<T>& c) {
   T* sendbuf = send.data();
   T* recvbuf = c.in_place ? send.data() + c.count * g_rank : recv.data();
   psdp_status_t s = psdp_reduce_scatter(sendbuf, recvbuf, c.count, c.dtype, PSDP_SUM, comm, nullptr, nullptr);
-  report(s == PSDP_SUCCESS && expectEqual(recvbuf, c.count, c.count * g_rank, true, c, 1),
-         describe(c) + ": " + psdp_status_string(s) + " " + psdp_get_last_error(comm));
+  g_report.check(s == PSDP_SUCCESS && expectEqual(recvbuf, c.count, c.count * g_rank, true, c, 1),
+                 describe(c) + ": " + psdp_status_string(s) + " " + psdp_get_last_error(comm));
 }
 
 template <typename T>
@@ -82,8 +80,8 @@ void runAllGather(psdp_comm_h comm, const Case<T>& c) {
   T* sendbuf = c.in_place ? recv.data() + c.count * g_rank : send.data();
   for (size_t i = 0; i < c.count; ++i) sendbuf[i] = static_cast<T>(input(g_rank, i));
   psdp_status_t s = psdp_all_gather(sendbuf, recvbuf, c.count, c.dtype, comm, nullptr, nullptr);
-  report(s == PSDP_SUCCESS && expectEqual(recvbuf, total, 0, false, c, c.count == 0 ? 1 : c.count),
-         describe(c) + ": " + psdp_status_string(s) + " " + psdp_get_last_error(comm));
+  g_report.check(s == PSDP_SUCCESS && expectEqual(recvbuf, total, 0, false, c, c.count == 0 ? 1 : c.count),
+                 describe(c) + ": " + psdp_status_string(s) + " " + psdp_get_last_error(comm));
 }
 
 template <typename T>
@@ -93,8 +91,8 @@ void runAllReduce(psdp_comm_h comm, const Case<T>& c) {
   T* sendbuf = send.data();
   T* recvbuf = c.in_place ? send.data() : recv.data();
   psdp_status_t s = psdp_all_reduce(sendbuf, recvbuf, c.count, c.dtype, PSDP_SUM, comm, nullptr, nullptr);
-  report(s == PSDP_SUCCESS && expectEqual(recvbuf, c.count, 0, true, c, 1),
-         describe(c) + ": " + psdp_status_string(s) + " " + psdp_get_last_error(comm));
+  g_report.check(s == PSDP_SUCCESS && expectEqual(recvbuf, c.count, 0, true, c, 1),
+                 describe(c) + ": " + psdp_status_string(s) + " " + psdp_get_last_error(comm));
 }
 
 template <typename T>
@@ -111,12 +109,14 @@ void runMatrix(psdp_comm_h comm, psdp_dtype_t dtype, const std::vector<size_t>& 
 // Bad arguments are refused locally on every rank, and the communicator still works afterwards.
 void runBadInput(psdp_comm_h comm) {
   float x[8] = {0};
-  report(psdp_all_reduce(nullptr, x, 8, PSDP_FLOAT32, PSDP_SUM, comm, nullptr, nullptr) == PSDP_ERR_INVALID_ARGUMENT &&
-             std::strstr(psdp_get_last_error(comm), "sendbuf") != nullptr,
-         "NULL sendbuf is an invalid argument naming sendbuf");
-  report(psdp_all_reduce(x, x + 1, 4, PSDP_FLOAT32, PSDP_SUM, comm, nullptr, nullptr) == PSDP_ERR_INVALID_ARGUMENT &&
-             std::strstr(psdp_get_last_error(comm), "overlap") != nullptr,
-         "overlapping all-reduce buffers are an invalid argument");
+  g_report.check(
+      psdp_all_reduce(nullptr, x, 8, PSDP_FLOAT32, PSDP_SUM, comm, nullptr, nullptr) == PSDP_ERR_INVALID_ARGUMENT &&
+          std::strstr(psdp_get_last_error(comm), "sendbuf") != nullptr,
+      "NULL sendbuf is an invalid argument naming sendbuf");
+  g_report.check(
+      psdp_all_reduce(x, x + 1, 4, PSDP_FLOAT32, PSDP_SUM, comm, nullptr, nullptr) == PSDP_ERR_INVALID_ARGUMENT &&
+          std::strstr(psdp_get_last_error(comm), "overlap") != nullptr,
+      "overlapping all-reduce buffers are an invalid argument");
   runAllReduce<int32_t>(comm, {"all-reduce after bad input", 1000, false, PSDP_INT32});
 }
 
@@ -130,14 +130,15 @@ int main() {
     return 1;
   }
   psdp_comm_rank(comm, &g_rank);
+  g_report.setRank(g_rank);
   psdp_comm_size(comm, &g_nranks);
   const std::vector<size_t> counts = {0, 1, 7, 1000, (1u << 20) + 3};
   runMatrix<float>(comm, PSDP_FLOAT32, counts);
   runMatrix<int32_t>(comm, PSDP_INT32, counts);
   runBadInput(comm);
   s = psdp_comm_finalize(comm);
-  report(s == PSDP_SUCCESS, std::string("finalize: ") + psdp_status_string(s) + " " + psdp_get_last_error(comm));
-  report(psdp_comm_destroy(comm) == PSDP_SUCCESS, "destroy");
-  std::printf("rank %d: %d passed, %d failed\n", g_rank, g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  g_report.check(s == PSDP_SUCCESS,
+                 std::string("finalize: ") + psdp_status_string(s) + " " + psdp_get_last_error(comm));
+  g_report.check(psdp_comm_destroy(comm) == PSDP_SUCCESS, "destroy");
+  return g_report.finish();
 }

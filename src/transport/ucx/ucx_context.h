@@ -24,12 +24,17 @@ struct ContextSpec {
   int estimated_num_eps = 1;
   // Variables without the UCX_ prefix, applied over the UCX_* environment.
   std::vector<std::pair<std::string, std::string>> overrides;
+  // Whether psdp may enable CMA's single-copy rendezvous (see ucx_context.cc). Off for caller progress:
+  // there the receiver's rendezvous acknowledgement can stay queued after its recv completed, and a rank
+  // that then stops calling into psdp stalls its peer's send indefinitely.
+  bool cma_rendezvous = true;
   // Where the user's UCX_* choices are looked up (so tests can vary them without setenv). Not null.
   const Environment* env = nullptr;
 };
 
 // Reads UCX_* from the environment (UCX_TLS, UCX_NET_DEVICES, ...), turns on shared-memory error handling
-// unless the user decided it (see ucx_context.cc), and creates a context with TAG and WAKEUP.
+// and CMA's memory-invalidation capability unless the user decided them (see ucx_context.cc; each choice
+// is logged at info level once per process), and creates a context with TAG and WAKEUP.
 // Errors: system (no usable transport, bad UCX_* value), invalidArgument (bad override).
 Result<UcpContext> createUcpContext(const ContextSpec& spec, spdlog::logger& log);
 

@@ -139,6 +139,7 @@ Status UcxTransport::init(const UcxOptions& options) {
   spec.estimated_num_eps = nranks_;
   spec.overrides = options.ucx_config;
   spec.env = options.env ? options.env : &ProcessEnvironment::instance();
+  spec.cma_rendezvous = mode_ == PSDP_PROGRESS_THREAD;
   PSDP_ASSIGN_OR_RETURN(context_, createUcpContext(spec, *log_));
   // SERIALIZED, not MULTI: WorkerLoop serialises every call under its own lock (see ucx_worker_loop.h).
   PSDP_ASSIGN_OR_RETURN(worker_, createUcpWorker(context_.get(), UCS_THREAD_MODE_SERIALIZED));

@@ -13,6 +13,11 @@
 //   set. A dead peer on shared memory is then found only by UCX's keepalive (a process-liveness check every
 //   UCX_KEEPALIVE_INTERVAL, 20 s by default), and never for ranks inside one process; over TCP a dead
 //   peer is found as soon as its sockets close.
+// - CMA: with peer error handling UCX 1.13 uses CMA's single-copy rendezvous only if CMA advertises memory
+//   invalidation, which it does only with UCX_CMA_MEMORY_INVALIDATE=y; psdp sets it unless the user set
+//   that variable or UCX_TLS excludes cma (why this is safe: ucx_context.cc), and only with a progress
+//   thread: the receiver acknowledges a CMA rendezvous after its recv completed, and in caller mode nothing
+//   sends that acknowledgement once the receiver stops calling into psdp.
 // - close() and the destructor complete still-pending recvs with aborted.
 #pragma once
 

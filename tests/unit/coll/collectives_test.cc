@@ -161,16 +161,28 @@ TEST(CollectivesCreateTest, RejectsABadRankOrATinyChunk) {
   EXPECT_TRUE(Collectives::create(transport, CollParams{0, 1, kMinChunkBytes, 0, nullptr}).isOk());
 }
 
-TEST(CollectivesCreateTest, UnsupportedReductionsAreRefused) {
+// Every built-in (dtype, op) runs; an op value that is neither built in nor a live premul-sum op of this
+// object, or an unknown dtype, is an invalid argument.
+TEST(CollectivesCreateTest, UnknownOpsAndDtypesAreRefused) {
   auto world = UcxWorld::create(1, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
   auto coll = Collectives::create(world.value()->transport(0), CollParams{});
   ASSERT_TRUE(coll.isOk());
-  double x = 1;
-  Status status = coll.value()->allReduce(&x, &x, 1, PSDP_FLOAT64, PSDP_SUM, Deadline::after(1));
-  EXPECT_EQ(status.code(), PSDP_ERR_UNSUPPORTED);
-  EXPECT_EQ(coll.value()->reduceScatter(&x, &x, 1, PSDP_FLOAT32, PSDP_MAX, Deadline::after(1)).code(),
-            PSDP_ERR_UNSUPPORTED);
+  double x = 3;
+  EXPECT_TRUE(coll.value()->allReduce(&x, &x, 1, PSDP_FLOAT64, PSDP_AVG, Deadline::after(1)).isOk());
+  EXPECT_EQ(x, 3.0);
+  EXPECT_EQ(coll.value()->allReduce(&x, &x, 1, PSDP_FLOAT64, PSDP_NUM_OPS, Deadline::after(1)).code(),
+            PSDP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(coll.value()->reduceScatter(&x, &x, 1, PSDP_FLOAT32, static_cast<psdp_op_t>(-1), Deadline::after(1)).code(),
+            PSDP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(coll.value()->allReduce(&x, &x, 1, PSDP_NUM_DTYPES, PSDP_SUM, Deadline::after(1)).code(),
+            PSDP_ERR_INVALID_ARGUMENT);
+  // A lone rank's premul-sum is its input times its scalar.
+  double minus_two = -2;
+  auto op = coll.value()->customOps().createPremulSum(&minus_two, PSDP_FLOAT64);
+  ASSERT_TRUE(op.isOk());
+  EXPECT_TRUE(coll.value()->allReduce(&x, &x, 1, PSDP_FLOAT64, op.value(), Deadline::after(1)).isOk());
+  EXPECT_EQ(x, -6.0);
   // Gathering moves bytes only: any dtype works.
   EXPECT_TRUE(coll.value()->allGather(&x, &x, 1, PSDP_FLOAT64, Deadline::after(1)).isOk());
 }

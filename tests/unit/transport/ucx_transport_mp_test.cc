@@ -153,7 +153,8 @@ struct CapturedLogs {
 
 bool userChoseUcxTransports() {
   const auto& env = ProcessEnvironment::instance();
-  return env.get("UCX_TLS") || env.get("UCX_POSIX_ERROR_HANDLING") || env.get("UCX_SYSV_ERROR_HANDLING");
+  return env.get("UCX_TLS") || env.get("UCX_POSIX_ERROR_HANDLING") || env.get("UCX_SYSV_ERROR_HANDLING") ||
+         env.get("UCX_CMA_MEMORY_INVALIDATE");
 }
 
 std::string lanesLine(const std::string& logs, const std::string& prefix) {
@@ -164,7 +165,8 @@ std::string lanesLine(const std::string& logs, const std::string& prefix) {
 // psdp turns on shared-memory error handling, so ranks of one host (here: one process) use shm, and connect
 // logs it, one line per peer.
 TEST(UcxLanesTest, ConnectLogsSharedMemoryLanesByDefault) {
-  if (userChoseUcxTransports()) GTEST_SKIP() << "UCX_TLS or UCX_*_ERROR_HANDLING set in the environment";
+  if (userChoseUcxTransports())
+    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
   CapturedLogs logs;
   MapEnvironment no_user_choice;
   GroupSpec spec = GroupSpec::of(2);
@@ -177,10 +179,76 @@ TEST(UcxLanesTest, ConnectLogsSharedMemoryLanesByDefault) {
   EXPECT_FALSE(lanesLine(logs.text[1].str(), "peer 1 lanes ").empty()) << "no line for the self peer";
 }
 
+// psdp lets CMA advertise memory invalidation, so UCX keeps its single-copy rendezvous lane (rma_bw) for
+// endpoints with peer error handling; without it large messages are copied through sysv/posix.
+TEST(UcxLanesTest, ConnectKeepsACmaRendezvousLaneByDefault) {
+  if (userChoseUcxTransports())
+    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
+  CapturedLogs logs;
+  MapEnvironment no_user_choice;
+  GroupSpec spec = GroupSpec::of(2);
+  spec.options.env = &no_user_choice;
+  spec.logger = logs.factory();
+  runRanks(spec, [](RankContext&) {});
+  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
+  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  EXPECT_NE(line.find("cma/"), std::string::npos) << line;
+  EXPECT_NE(line.find("rma_bw"), std::string::npos) << line;
+}
+
+// A user who sets UCX_CMA_MEMORY_INVALIDATE owns the decision: with UCX's default (n) kept, UCX 1.13 drops
+// CMA from endpoints with peer error handling.
+TEST(UcxLanesTest, UserCmaInvalidateChoiceIsLeftAlone) {
+  if (userChoseUcxTransports())
+    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
+  CapturedLogs logs;
+  MapEnvironment user_choice(std::map<std::string, std::string>{{"UCX_CMA_MEMORY_INVALIDATE", "n"}});
+  GroupSpec spec = GroupSpec::of(2);
+  spec.options.env = &user_choice;
+  spec.logger = logs.factory();
+  runRanks(spec, [](RankContext&) {});
+  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
+  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  EXPECT_EQ(line.find("cma/"), std::string::npos) << line;
+  EXPECT_TRUE(line.find("sysv/") != std::string::npos || line.find("posix/") != std::string::npos) << line;
+}
+
+// Caller progress keeps UCX's default: a CMA rendezvous needs the receiver to progress after its recv
+// completed (ManyConcurrentMessagesKeepEqualTagOrder/4RanksCaller stalled with it).
+TEST(UcxLanesTest, CallerProgressLeavesCmaRendezvousOff) {
+  if (userChoseUcxTransports()) GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set";
+  CapturedLogs logs;
+  MapEnvironment no_user_choice;
+  GroupSpec spec = GroupSpec::of(2, PSDP_PROGRESS_CALLER);
+  spec.options.env = &no_user_choice;
+  spec.logger = logs.factory();
+  runRanks(spec, [](RankContext&) {});
+  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
+  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  EXPECT_EQ(line.find("cma/"), std::string::npos) << line;
+}
+
+// An explicit UCX option of the caller is applied after psdp's choices, so it wins.
+TEST(UcxLanesTest, CallerUcxOptionOverridesPsdpChoice) {
+  if (userChoseUcxTransports())
+    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
+  CapturedLogs logs;
+  MapEnvironment no_user_choice;
+  GroupSpec spec = GroupSpec::of(2);
+  spec.options.env = &no_user_choice;
+  spec.options.ucx_config = {{"MEMORY_INVALIDATE", "n"}};
+  spec.logger = logs.factory();
+  runRanks(spec, [](RankContext&) {});
+  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
+  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  EXPECT_EQ(line.find("cma/"), std::string::npos) << line;
+}
+
 // A user who sets UCX_POSIX_ERROR_HANDLING owns the decision; psdp leaves UCX's default (off), and UCX
 // then keeps shared memory away from endpoints with peer error handling.
 TEST(UcxLanesTest, UserErrorHandlingChoiceIsLeftAlone) {
-  if (userChoseUcxTransports()) GTEST_SKIP() << "UCX_TLS or UCX_*_ERROR_HANDLING set in the environment";
+  if (userChoseUcxTransports())
+    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
   CapturedLogs logs;
   MapEnvironment user_choice(std::map<std::string, std::string>{{"UCX_POSIX_ERROR_HANDLING", "n"}});
   GroupSpec spec = GroupSpec::of(2);

@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Side-by-side bandwidth of psdp-perf, ucx_perftest (ucp_put_bw) and Open MPI on one machine.
+
+A benchmark, not a test: it is not part of CI. perf/README.md documents it. Python standard library only.
+
+Every repetition runs each peer once, in turn, so that noise from other work on the machine spreads over all
+of them alike; the median of the repetitions is reported. Open MPI is run under several documented
+shared-memory tunings and the best median per size is kept, so that psdp is compared with a tuned MPI.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COLLS = ("ar", "rs", "ag")
+
+# Open MPI 4.1 shared-memory variants (ompi_info --all lists these parameters). coll_tuned algorithm ids:
+# allreduce 4 ring, 6 rabenseifner; allgather 4 ring, 6 two-proc; reduce_scatter_block 3 recursive halving,
+# 4 butterfly.
+MPI_BASE = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "--mca", "btl", "self,vader"]
+MPI_CONFIGS = {
+    "default": [],
+    "cma": ["--mca", "btl_vader_single_copy_mechanism", "cma"],
+    "nocopy": ["--mca", "btl_vader_single_copy_mechanism", "none"],
+    "ring": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "4",
+             "--mca", "coll_tuned_allgather_algorithm", "4", "--mca", "coll_tuned_reduce_scatter_block_algorithm",
+             "3"],
+    "rabenseifner": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "6",
+                     "--mca", "coll_tuned_allgather_algorithm", "6", "--mca",
+                     "coll_tuned_reduce_scatter_block_algorithm", "4"],
+}
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"bad size {text!r}")
+    return int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2)]
+
+
+def human(size):
+    for shift, unit in ((30, "G"), (20, "M"), (10, "K")):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return f"{size >> shift}{unit}"
+    return str(size)
+
+
+def run(cmd, timeout, env=None, quiet=False):
+    """Runs cmd; returns stdout, or None (with the reason on stderr unless quiet) when it fails."""
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        print(f"  timeout after {timeout}s: {' '.join(cmd)}", file=sys.stderr)
+        return None
+    if p.returncode != 0:
+        if not quiet:
+            print(f"  exit {p.returncode}: {' '.join(cmd)}\n{(p.stderr or p.stdout)[-2000:]}", file=sys.stderr)
+        return None
+    return p.stdout
+
+
+def psdp_once(args, coll, tmp):
+    """Out-of-place busbw (GB/s) per size of one psdp-perf run."""
+    out = os.path.join(tmp, f"psdp_{coll}.json")
+    cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.psdp_perf, coll, "-b",
+           str(args.min), "-e", str(args.max), "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "0",
+           "-J", out]
+    if run(cmd, args.timeout + 30) is None:
+        return {}
+    with open(out) as f:
+        return {r["size"]: r["out_of_place"]["busbw"] for r in json.load(f)["results"]}
+
+
+def ucx_iters(size):
+    # About 2 GiB moved per size, so that small sizes are not all noise and 256M stays under a second or two.
+    return max(20, min(2000, (2 << 30) // size))
+
+
+def ucx_once(args, size, tls, port):
+    """ucp_put_bw overall bandwidth in GB/s (1e9, as psdp-perf) for one size, server and client on localhost."""
+    env = dict(os.environ)
+    if tls:
+        env["UCX_TLS"] = tls
+    n = ucx_iters(size)
+    common = ["-t", "ucp_put_bw", "-s", str(size), "-n", str(n), "-w", str(max(2, n // 10)), "-p", str(port)]
+    server = subprocess.Popen([args.ucx_perftest] + common, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=env)
+    try:
+        out = None
+        # The server needs a moment to listen; the client retries its connect, quietly until the last try.
+        for attempt in range(20):
+            out = run([args.ucx_perftest, "localhost"] + common, 120, env, quiet=attempt < 19)
+            if out is not None:
+                break
+            subprocess.run(["sleep", "0.2"])
+    finally:
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    if not out:
+        return None
+    for line in out.splitlines():
+        if line.startswith("Final:"):
+            # Final: iters p50 avg overall | MB/s avg, overall | msg/s avg, overall. UCX's MB is 2^20 bytes.
+            return float(line.split()[6]) * (1 << 20) / 1e9
+    return None
+
+
+def mpi_once(args, binary, coll, config):
+    """busbw (GB/s) per size of one mpi_coll_bench run."""
+    cmd = [args.mpirun] + MPI_BASE + MPI_CONFIGS[config] + ["-np", str(args.np), binary, coll, str(args.min),
+                                                            str(args.max), str(args.iters), str(args.warmup)]
+    out = run(cmd, args.timeout)
+    if out is None:
+        return {}
+    result = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[0].isdigit():
+            result[int(fields[0])] = float(fields[3])
+    return result
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, digits=2):
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(REPO, "build"), help="psdp build directory (default: build)")
+    p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
+    p.add_argument("--min", type=parse_size, default=1 << 20, help="smallest size (default 1M)")
+    p.add_argument("--max", type=parse_size, default=256 << 20, help="largest size (default 256M)")
+    p.add_argument("--reps", type=int, default=3, help="repetitions; the median is reported (default 3)")
+    p.add_argument("--iters", type=int, default=10, help="timed iterations per size (default 10)")
+    p.add_argument("--warmup", type=int, default=3, help="warm-up iterations per size (default 3)")
+    p.add_argument("--mpi-configs", default=",".join(MPI_CONFIGS), help="Open MPI variants to try")
+    p.add_argument("--no-ucx", action="store_true", help="skip ucx_perftest")
+    p.add_argument("--no-mpi", action="store_true", help="skip Open MPI")
+    p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
+    p.add_argument("--output", help="also write the markdown table to this file")
+    args = p.parse_args()
+    args.psdp_run = os.path.join(args.build, "bin", "psdp-run")
+    args.psdp_perf = os.path.join(args.build, "bin", "psdp-perf")
+    for tool in (args.psdp_run, args.psdp_perf):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"run_compare: {tool} not found; build the psdp-perf and psdp-run targets in {args.build}")
+    args.ucx_perftest = shutil.which("ucx_perftest")
+    if not args.no_ucx and not args.ucx_perftest:
+        sys.exit("run_compare: ucx_perftest not found (Debian: ucx-utils), or pass --no-ucx")
+    args.mpirun, mpicc = shutil.which("mpirun"), shutil.which("mpicc")
+    if not args.no_mpi and not (args.mpirun and mpicc):
+        sys.exit("run_compare: mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev), "
+                 "or pass --no-mpi")
+    configs = [c for c in args.mpi_configs.split(",") if c]
+    for c in configs:
+        if c not in MPI_CONFIGS:
+            sys.exit(f"run_compare: unknown Open MPI config {c!r} (known: {', '.join(MPI_CONFIGS)})")
+
+    sizes = []
+    s = args.min
+    while s <= args.max:
+        sizes.append(s)
+        s *= 2
+    tls_list = ["", "sm,self"]
+    psdp = {c: {s: [] for s in sizes} for c in COLLS}
+    ucx = {t: {s: [] for s in sizes} for t in tls_list}
+    mpi = {(cfg, c): {s: [] for s in sizes} for cfg in configs for c in COLLS}
+    with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
+        binary = os.path.join(tmp, "mpi_coll_bench")
+        if not args.no_mpi:
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_coll_bench.c")
+            if run([mpicc, "-O2", "-Wall", "-Wextra", "-o", binary, src], 120) is None:
+                sys.exit("run_compare: mpicc failed")
+        port = 13400
+        for rep in range(args.reps):
+            print(f"repetition {rep + 1}/{args.reps}", file=sys.stderr)
+            for c in COLLS:
+                for size, bw in psdp_once(args, c, tmp).items():
+                    if size in psdp[c]:
+                        psdp[c][size].append(bw)
+            if not args.no_ucx:
+                for t in tls_list:
+                    for size in sizes:
+                        port = port + 1 if port < 13999 else 13400
+                        ucx[t][size].append(ucx_once(args, size, t, port))
+            if not args.no_mpi:
+                for cfg in configs:
+                    for c in COLLS:
+                        for size, bw in mpi_once(args, binary, c, cfg).items():
+                            if size in mpi[(cfg, c)]:
+                                mpi[(cfg, c)][size].append(bw)
+
+    rows = []
+    header = ("| size | psdp ar | psdp rs | psdp ag | ucx put_bw | ucx put_bw sm,self | ompi ar | ompi rs | ompi ag "
+              "| ag/put | rs/put | rs/ompi rs | ar/ompi ar |")
+    rows.append(header)
+    rows.append("|" + "---|" * (header.count("|") - 1))
+    med_psdp = {c: {s: median(psdp[c][s]) for s in sizes} for c in COLLS}
+    winners = {}
+    for s in sizes:
+        best_ompi = {}
+        for c in COLLS:
+            cands = [(median(mpi[(cfg, c)][s]), cfg) for cfg in configs]
+            cands = [x for x in cands if x[0] is not None]
+            best = max(cands) if cands else (None, "-")
+            best_ompi[c] = best[0]
+            winners[(c, s)] = best[1]
+        put = [median(ucx[t][s]) for t in tls_list]
+        best_put = max([v for v in put if v is not None], default=None)
+        ar, rs, ag = (med_psdp[c][s] for c in COLLS)
+        rows.append(f"| {human(s)} | {fmt(ar)} | {fmt(rs)} | {fmt(ag)} | {fmt(put[0])} | {fmt(put[1])} | "
+                    f"{fmt(best_ompi['ar'])} | {fmt(best_ompi['rs'])} | {fmt(best_ompi['ag'])} | "
+                    f"{fmt(ratio(ag, best_put))} | {fmt(ratio(rs, best_put))} | {fmt(ratio(rs, best_ompi['rs']))} | "
+                    f"{fmt(ratio(ar, best_ompi['ar']))} |")
+    lines = ["", f"busbw in GB/s (1e9 B/s), out-of-place, float32 sum, {args.np} ranks, median of {args.reps}; "
+             "ucx put_bw: one-sided put bandwidth; ratios use the better of the two UCX_TLS settings and the best "
+             "Open MPI variant per size.", ""] + rows + [""]
+    big, mid = 256 << 20, 16 << 20
+    parts = []
+    for c in COLLS:
+        parts.append(f"{c} {fmt(ratio(med_psdp[c].get(big), med_psdp[c].get(mid)))}")
+    lines.append("psdp busbw 256M/16M: " + ", ".join(parts))
+    if not args.no_mpi:
+        lines.append("best Open MPI variant per size: " + "; ".join(
+            f"{human(s)} " + "/".join(winners[(c, s)] for c in COLLS) for s in sizes) + " (ar/rs/ag)")
+        lines.append("Open MPI base: mpirun " + " ".join(MPI_BASE) + " -np " + str(args.np))
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()

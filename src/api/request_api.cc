@@ -1,0 +1,64 @@
+// The C boundary for requests of nonblocking collectives: handle checks, then the communicator's engine.
+#include "api/guard.h"
+#include "api/handle.h"
+
+using psdp::Deadline;
+using psdp::Status;
+using psdp::api::checkRequest;
+using psdp::api::guarded;
+using psdp::api::requestComm;
+
+namespace {
+
+Status inProgress() {
+  return Status::make(PSDP_IN_PROGRESS, "in progress");
+}
+
+// The request's final status, or in progress. A pending request's communicator is live: destroying a
+// communicator completes all of its requests.
+Status waitRequest(psdp_request_h request, const Deadline& until) {
+  PSDP_RETURN_IF_ERROR(checkRequest(request, "request"));
+  psdp::core::Request& r = *request->impl;
+  if (!r.isDone() && !request->comm->impl->wait(r, until)) return inProgress();
+  return r.status();
+}
+
+}  // namespace
+
+extern "C" {
+
+PSDP_API psdp_status_t psdp_request_test(psdp_request_h request) {
+  return guarded(requestComm(request), [&] {
+    PSDP_RETURN_IF_ERROR(checkRequest(request, "request"));
+    psdp::core::Request& r = *request->impl;
+    if (!r.isDone() && !request->comm->impl->test(r)) return inProgress();
+    return r.status();
+  });
+}
+
+PSDP_API psdp_status_t psdp_request_wait(psdp_request_h request) {
+  return guarded(requestComm(request), [&] { return waitRequest(request, Deadline::never()); });
+}
+
+PSDP_API psdp_status_t psdp_request_wait_timeout(psdp_request_h request, double timeout_s) {
+  return guarded(requestComm(request), [&] {
+    // NaN fails this test too.
+    if (!(timeout_s >= 0)) return Status::invalidArgument("timeout_s is {}, must be at least 0", timeout_s);
+    return waitRequest(request, Deadline::after(timeout_s));
+  });
+}
+
+PSDP_API psdp_status_t psdp_request_free(psdp_request_h request) {
+  return guarded(requestComm(request), [&] {
+    PSDP_RETURN_IF_ERROR(checkRequest(request, "request"));
+    if (!request->impl->isDone()) {
+      return Status::invalidUsage("request is still in progress: wait for it (or test until done) before freeing it");
+    }
+    // Two threads freeing at once both pass the check above; only the one that unregisters deletes.
+    if (!psdp::api::unregisterRequest(request)) return Status::invalidUsage("request was freed concurrently");
+    delete request;
+    return Status::ok();
+  });
+}
+
+}  // extern "C"

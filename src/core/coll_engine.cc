@@ -1,0 +1,168 @@
+#include "core/coll_engine.h"
+
+namespace psdp::core {
+namespace {
+
+// How long the progress thread waits on the transport in one round: bounded so that a destroy is noticed
+// promptly even while a task waits for a silent peer.
+constexpr double kThreadRoundSeconds = 0.05;
+// How long test() lets the transport progress in caller mode: a few polls of the worker, not a wait.
+constexpr double kTestPollSeconds = 20e-6;
+
+const Deadline& earlier(const Deadline& a, const Deadline& b) {
+  return a.timePoint() <= b.timePoint() ? a : b;
+}
+
+}  // namespace
+
+CollEngine::CollEngine(transport::Transport& transport, bool background, double timeout_s, Logger log)
+    : transport_(transport), background_(background), timeout_s_(timeout_s), log_(std::move(log)) {
+  if (background_) thread_ = std::thread([this] { threadMain(); });
+}
+
+CollEngine::~CollEngine() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard drive(drive_mutex_);
+  failAll(Status::invalidUsage("the communicator was destroyed before the operation completed"));
+}
+
+Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask> task) {
+  std::shared_ptr<Request> request(new Request(std::move(task)));
+  {
+    std::lock_guard lock(mutex_);
+    if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
+    queue_.push_back(request);
+  }
+  work_cv_.notify_one();
+  return request;
+}
+
+bool CollEngine::test(Request& request) {
+  if (request.isDone()) return true;
+  if (!background_) {
+    // Another thread driving makes the progress this call would have made; never wait for it.
+    std::unique_lock drive(drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) driveOnce(nullptr);
+  }
+  return request.isDone();
+}
+
+WaitResult CollEngine::wait(Request& request, const Deadline& until) {
+  if (background_) {
+    std::unique_lock lock(mutex_);
+    auto done = [&] { return request.isDone(); };
+    if (until.isNever()) {
+      done_cv_.wait(lock, done);
+    } else if (!done_cv_.wait_until(lock, until.timePoint(), done)) {
+      return WaitResult::kTimedOut;
+    }
+    return WaitResult::kDone;
+  }
+  while (!request.isDone()) {
+    if (until.expired()) return WaitResult::kTimedOut;
+    std::lock_guard drive(drive_mutex_);
+    if (!request.isDone()) driveOnce(&until);
+  }
+  return WaitResult::kDone;
+}
+
+Status CollEngine::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void CollEngine::threadMain() {
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+    }
+    std::lock_guard drive(drive_mutex_);
+    Deadline round = Deadline::after(kThreadRoundSeconds);
+    driveOnce(&round);
+  }
+}
+
+void CollEngine::driveOnce(const Deadline* until) {
+  // Read the counter before advancing, so that a completion landing after the check still wakes us.
+  uint32_t seen = transport_.eventCount();
+  if (advanceQueue()) return;
+  std::shared_ptr<Request> request = head();
+  if (!request) return;
+  coll::CollTask& task = *request->task_;
+  if (task.deadline().expired()) {
+    Status timeout = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
+    task.abandon(timeout);
+    failAll(timeout);
+    return;
+  }
+  // The poll window of test() starts only now: advancing may take longer than the window itself, and the
+  // transport must still get its turn.
+  Deadline poll = Deadline::after(kTestPollSeconds);
+  Status waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, task.deadline()));
+  if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) return;
+  task.abandon(waited);
+  failAll(waited);
+}
+
+bool CollEngine::advanceQueue() {
+  bool moved = false;
+  while (std::shared_ptr<Request> request = head()) {
+    coll::CollTask& task = *request->task_;
+    if (!request->started_) {
+      task.start(Deadline::after(timeout_s_));
+      request->started_ = true;
+      moved = true;
+    }
+    Result<coll::Progress> progress = task.advance();
+    if (!progress.isOk()) {
+      failAll(progress.status());
+      return true;
+    }
+    if (progress.value() == coll::Progress::kBlocked) return moved;
+    moved = true;
+    if (progress.value() == coll::Progress::kDone) complete(request, Status::ok());
+  }
+  return moved;
+}
+
+std::shared_ptr<Request> CollEngine::head() {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() ? nullptr : queue_.front();
+}
+
+void CollEngine::complete(const std::shared_ptr<Request>& request, const Status& status) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!queue_.empty() && queue_.front() == request) queue_.pop_front();
+    request->task_.reset();
+    request->status_ = status;
+    request->done_.store(true, std::memory_order_release);
+  }
+  done_cv_.notify_all();
+}
+
+// The head carries the error itself; the requests behind it never started and say why they failed.
+void CollEngine::failAll(const Status& status) {
+  std::deque<std::shared_ptr<Request>> queued;
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.isOk()) failure_ = status;
+    queued.swap(queue_);
+  }
+  if (!queued.empty() && status.code() != PSDP_ERR_INVALID_USAGE) {
+    log().error("collectives failed, {} queued operation(s) cancelled: {}", queued.size(), status.toString());
+  }
+  for (size_t i = 0; i < queued.size(); ++i) {
+    Status own = i == 0 ? status : status.withContext("not started, an earlier operation failed");
+    complete(queued[i], own);
+  }
+}
+
+}  // namespace psdp::core

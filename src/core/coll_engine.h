@@ -1,0 +1,108 @@
+// The progress engine of one communicator: a queue of posted collectives (coll::CollTask) run one at a time
+// in posting order, and the driving of the transport they wait on.
+//
+// Progress: with a background thread (PSDP_PROGRESS=thread) one psdp thread per communicator advances the
+// head task and waits on the transport's events (the transport runs its own progress thread), and
+// sleeps on a condition variable while the queue is empty; users only wait for their request to be marked
+// done. Without it (PSDP_PROGRESS=caller), test() and wait() drive the queue in the calling thread.
+//
+// Ordering and staging: tasks share their Collectives' staging slots and completions, so exactly one task is
+// between start() and done at any time; the next one starts when the head completes, with its own deadline
+// (PSDP_TIMEOUT from its start, not from its post, so a long queue does not time out work not yet begun).
+//
+// Failure: the first error or timeout of a task fails the engine: that request and every queued one complete
+// with the error, and post() refuses new work.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "base/deadline.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "coll/collectives.h"
+#include "transport/transport.h"
+
+namespace psdp::core {
+
+class CollEngine;
+
+// One posted collective, shared by the engine (until it completes) and the caller's handle.
+class Request {
+ public:
+  bool isDone() const { return done_.load(std::memory_order_acquire); }
+  // REQUIRES: isDone().
+  const Status& status() const { return status_; }
+
+ private:
+  friend class CollEngine;
+  explicit Request(std::unique_ptr<coll::CollTask> task) : task_(std::move(task)) {}
+
+  std::unique_ptr<coll::CollTask> task_;  // released when done: it refers to the Collectives
+  bool started_ = false;
+  Status status_;  // written before done_ is set
+  std::atomic<bool> done_{false};
+};
+
+enum class WaitResult { kDone, kTimedOut };
+
+class CollEngine {
+ public:
+  // background: run the progress thread (see above). timeout_s: each task's deadline from its start.
+  // log: null logs to the process logger.
+  CollEngine(transport::Transport& transport, bool background, double timeout_s, Logger log);
+  // Stops the thread; requests still queued complete with invalid usage (the communicator was destroyed).
+  ~CollEngine();
+
+  CollEngine(const CollEngine&) = delete;
+  CollEngine& operator=(const CollEngine&) = delete;
+
+  // Queues `task` behind the ones posted before. Errors: the engine's failure.
+  Result<std::shared_ptr<Request>> post(std::unique_ptr<coll::CollTask> task);
+
+  // Never blocks (in caller mode it drives progress for a few microseconds at most). True once done.
+  bool test(Request& request);
+
+  // Returns once `request` is done (kDone) or `until` has passed (kTimedOut). The tasks' own deadlines fail
+  // the engine independently of `until`.
+  WaitResult wait(Request& request, const Deadline& until);
+
+  // OK, or the error that failed the engine.
+  Status failure() const;
+
+ private:
+  void threadMain();
+  // One round, under drive_mutex_: advances the queue as far as it goes, then waits on the transport until
+  // an event or `until` (bounded by the head task's deadline); until nullptr: polls it for a few
+  // microseconds (test()).
+  void driveOnce(const Deadline* until);
+  // Advances queued tasks until the head blocks (true: something moved) or the queue empties.
+  bool advanceQueue();
+  std::shared_ptr<Request> head();
+  void complete(const std::shared_ptr<Request>& request, const Status& status);
+  void failAll(const Status& status);
+  spdlog::logger& log() const { return log_ ? *log_ : processLog(); }
+
+  transport::Transport& transport_;
+  const bool background_;
+  const double timeout_s_;
+  Logger log_;
+
+  mutable std::mutex mutex_;  // guards queue_, failure_, stopping_; pairs with both condition variables
+  std::condition_variable work_cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::shared_ptr<Request>> queue_;
+  Status failure_;
+  bool stopping_ = false;
+
+  // Held by whoever advances tasks or waits on the transport: the tasks and the transport are not
+  // thread-safe. Taken before mutex_, never while holding it.
+  std::mutex drive_mutex_;
+  std::thread thread_;
+};
+
+}  // namespace psdp::core

@@ -1,0 +1,121 @@
+// The progress engine over real UCX transports, ranks as threads of this process: queue order, waits with
+// their own timeout, the communicator timeout naming the operation, and refusal after a failure. Each
+// engine drives a transport made in caller mode, as the communicator makes them.
+#include "core/coll_engine.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "unit/coll/ucx_world.h"
+
+namespace psdp::core {
+namespace {
+
+using coll::test::UcxWorld;
+
+struct RankEngine {
+  std::unique_ptr<coll::Collectives> coll;
+  std::unique_ptr<CollEngine> engine;
+};
+
+RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s) {
+  coll::CollParams params{rank, world.size(), 1024, 300, nullptr};
+  auto created = coll::Collectives::create(world.transport(rank), params);
+  EXPECT_TRUE(created.isOk()) << created.status().toString();
+  RankEngine r;
+  r.coll = std::move(created).value();
+  r.engine = std::make_unique<CollEngine>(world.transport(rank), background, timeout_s, nullptr);
+  return r;
+}
+
+std::shared_ptr<Request> post(RankEngine& r, Result<std::unique_ptr<coll::CollTask>> task) {
+  EXPECT_TRUE(task.isOk()) << task.status().toString();
+  auto posted = r.engine->post(std::move(task).value());
+  EXPECT_TRUE(posted.isOk()) << posted.status().toString();
+  return posted.isOk() ? posted.value() : nullptr;
+}
+
+class CollEngineTest : public ::testing::TestWithParam<bool> {};
+
+// Three collectives outstanding, waited for in reverse; then a wait that must time out because the peer
+// posts only after it has.
+TEST_P(CollEngineTest, QueueOrderAndWaitTimeout) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(3, PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  std::atomic<bool> rank0_timed_out{false};
+  world.value()->runRanks([&](int rank) {
+    RankEngine r = makeRank(*world.value(), rank, background, 60);
+    std::vector<int32_t> a(5000, rank + 1), b(3 * 1000), c(7, rank == 2 ? 42 : 0);
+    std::vector<int32_t> own(1000, rank * 10);
+    std::shared_ptr<Request> reqs[3] = {
+        post(r, r.coll->postAllReduce(a.data(), a.data(), a.size(), PSDP_INT32, PSDP_SUM)),
+        post(r, r.coll->postAllGather(own.data(), b.data(), own.size(), PSDP_INT32)),
+        post(r, r.coll->postBroadcast(c.data(), c.data(), c.size(), PSDP_INT32, 2))};
+    for (int k = 2; k >= 0; --k) {
+      ASSERT_EQ(r.engine->wait(*reqs[k], Deadline::after(60)), WaitResult::kDone);
+      EXPECT_TRUE(reqs[k]->status().isOk()) << reqs[k]->status().toString();
+    }
+    for (int32_t x : a) ASSERT_EQ(x, 6);
+    for (size_t i = 0; i < b.size(); ++i) ASSERT_EQ(b[i], static_cast<int32_t>(i / 1000) * 10);
+    for (int32_t x : c) ASSERT_EQ(x, 42);
+
+    // Rank 0 posts first and sees its wait give up; the others post only after that.
+    std::shared_ptr<Request> late;
+    if (rank == 0) {
+      late = post(r, r.coll->postBarrier());
+      EXPECT_EQ(r.engine->wait(*late, Deadline::after(0.2)), WaitResult::kTimedOut);
+      EXPECT_FALSE(r.engine->test(*late));
+      rank0_timed_out.store(true);
+    } else {
+      while (!rank0_timed_out.load()) std::this_thread::yield();
+      late = post(r, r.coll->postBarrier());
+    }
+    ASSERT_EQ(r.engine->wait(*late, Deadline::after(60)), WaitResult::kDone);
+    EXPECT_TRUE(late->status().isOk()) << late->status().toString();
+    EXPECT_TRUE(r.engine->failure().isOk());
+  });
+  EXPECT_TRUE(world.value()->close().isOk());
+}
+
+// A peer that never posts: the operation times out by the engine's timeout with a message naming it, the
+// queued one behind it fails too, and later posts are refused.
+TEST_P(CollEngineTest, TimeoutFailsTheEngine) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  RankEngine r = makeRank(*world.value(), 0, background, 0.3);
+  std::vector<int32_t> a(100, 1);
+  std::shared_ptr<Request> first = post(r, r.coll->postAllReduce(a.data(), a.data(), a.size(), PSDP_INT32, PSDP_SUM));
+  // Made now, posted to the engine after the failure: the engine itself must refuse it.
+  auto spare = r.coll->postBarrier();
+  ASSERT_TRUE(spare.isOk());
+  std::shared_ptr<Request> second = post(r, r.coll->postBarrier());
+  ASSERT_EQ(r.engine->wait(*second, Deadline::after(30)), WaitResult::kDone);
+  ASSERT_TRUE(first->isDone());
+  EXPECT_EQ(first->status().code(), PSDP_ERR_TIMEOUT);
+  EXPECT_NE(first->status().message().find("all-reduce #0 (count 100"), std::string::npos) << first->status().message();
+  EXPECT_NE(first->status().message().find("peer 1"), std::string::npos) << first->status().message();
+  EXPECT_EQ(second->status().code(), PSDP_ERR_TIMEOUT);
+  EXPECT_NE(second->status().message().find("not started"), std::string::npos) << second->status().message();
+  EXPECT_EQ(r.engine->failure().code(), PSDP_ERR_TIMEOUT);
+  auto refused = r.engine->post(std::move(spare).value());
+  EXPECT_EQ(refused.status().code(), PSDP_ERR_TIMEOUT) << refused.status().toString();
+  EXPECT_FALSE(r.coll->postBarrier().isOk());
+  // The transports are aborted, not closed: rank 1 never took part.
+  r.engine.reset();
+  world.value()->destroyTransport(0);
+  world.value()->destroyTransport(1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Progress, CollEngineTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
+  return info.param ? std::string("Thread") : std::string("Caller");
+});
+
+}  // namespace
+}  // namespace psdp::core
