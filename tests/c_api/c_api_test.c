@@ -193,8 +193,6 @@ static void test_one_rank_lifecycle(void) {
               comm, "overlap");
   CHECK_ERROR(psdp_all_reduce((char*)misaligned_storage + 1, out, 2, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL),
               PSDP_ERR_INVALID_ARGUMENT, comm, "aligned");
-  CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, (psdp_op_t)-3, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT,
-              comm, "op");
   CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, (void*)data, NULL), PSDP_ERR_UNSUPPORTED,
               comm, "stream");
   CHECK(psdp_reduce_scatter(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS);
