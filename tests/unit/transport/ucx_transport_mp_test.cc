@@ -162,11 +162,29 @@ std::string lanesLine(const std::string& logs, const std::string& prefix) {
   return at == std::string::npos ? std::string() : logs.substr(at, logs.find('\n', at) - at);
 }
 
+// Connects `spec`'s group with UCX settings resolved from `env` and returns rank 0's lanes line for peer 1.
+std::string peerOneLanes(GroupSpec spec, const Environment& env) {
+  CapturedLogs logs;
+  spec.options.env = &env;
+  spec.logger = logs.factory();
+  runRanks(spec, [](RankContext&) {});
+  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
+  EXPECT_FALSE(line.empty()) << logs.text[0].str();
+  return line;
+}
+
+// Lane tests assert psdp's own UCX choices, which a user's UCX_* variables override by design.
+#define PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS()                                                           \
+  do {                                                                                                     \
+    if (userChoseUcxTransports()) {                                                                        \
+      GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment"; \
+    }                                                                                                      \
+  } while (0)
+
 // psdp turns on shared-memory error handling, so ranks of one host (here: one process) use shm, and connect
 // logs it, one line per peer.
 TEST(UcxLanesTest, ConnectLogsSharedMemoryLanesByDefault) {
-  if (userChoseUcxTransports())
-    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
+  PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS();
   CapturedLogs logs;
   MapEnvironment no_user_choice;
   GroupSpec spec = GroupSpec::of(2);
@@ -182,16 +200,10 @@ TEST(UcxLanesTest, ConnectLogsSharedMemoryLanesByDefault) {
 // psdp lets CMA advertise memory invalidation, so UCX keeps its single-copy rendezvous lane (rma_bw) for
 // endpoints with peer error handling; without it large messages are copied through sysv/posix.
 TEST(UcxLanesTest, ConnectKeepsACmaRendezvousLaneByDefault) {
-  if (userChoseUcxTransports())
-    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
-  CapturedLogs logs;
+  PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS();
   MapEnvironment no_user_choice;
-  GroupSpec spec = GroupSpec::of(2);
-  spec.options.env = &no_user_choice;
-  spec.logger = logs.factory();
-  runRanks(spec, [](RankContext&) {});
-  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
-  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  std::string line = peerOneLanes(GroupSpec::of(2), no_user_choice);
+  ASSERT_FALSE(line.empty());
   EXPECT_NE(line.find("cma/"), std::string::npos) << line;
   EXPECT_NE(line.find("rma_bw"), std::string::npos) << line;
 }
@@ -199,16 +211,10 @@ TEST(UcxLanesTest, ConnectKeepsACmaRendezvousLaneByDefault) {
 // A user who sets UCX_CMA_MEMORY_INVALIDATE owns the decision: with UCX's default (n) kept, UCX 1.13 drops
 // CMA from endpoints with peer error handling.
 TEST(UcxLanesTest, UserCmaInvalidateChoiceIsLeftAlone) {
-  if (userChoseUcxTransports())
-    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
-  CapturedLogs logs;
+  PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS();
   MapEnvironment user_choice(std::map<std::string, std::string>{{"UCX_CMA_MEMORY_INVALIDATE", "n"}});
-  GroupSpec spec = GroupSpec::of(2);
-  spec.options.env = &user_choice;
-  spec.logger = logs.factory();
-  runRanks(spec, [](RankContext&) {});
-  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
-  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  std::string line = peerOneLanes(GroupSpec::of(2), user_choice);
+  ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.find("cma/"), std::string::npos) << line;
   EXPECT_TRUE(line.find("sysv/") != std::string::npos || line.find("posix/") != std::string::npos) << line;
 }
@@ -216,47 +222,31 @@ TEST(UcxLanesTest, UserCmaInvalidateChoiceIsLeftAlone) {
 // Caller progress keeps UCX's default: a CMA rendezvous needs the receiver to progress after its recv
 // completed (ManyConcurrentMessagesKeepEqualTagOrder/4RanksCaller stalled with it).
 TEST(UcxLanesTest, CallerProgressLeavesCmaRendezvousOff) {
-  if (userChoseUcxTransports()) GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set";
-  CapturedLogs logs;
+  PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS();
   MapEnvironment no_user_choice;
-  GroupSpec spec = GroupSpec::of(2, PSDP_PROGRESS_CALLER);
-  spec.options.env = &no_user_choice;
-  spec.logger = logs.factory();
-  runRanks(spec, [](RankContext&) {});
-  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
-  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  std::string line = peerOneLanes(GroupSpec::of(2, PSDP_PROGRESS_CALLER), no_user_choice);
+  ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.find("cma/"), std::string::npos) << line;
 }
 
 // An explicit UCX option of the caller is applied after psdp's choices, so it wins.
 TEST(UcxLanesTest, CallerUcxOptionOverridesPsdpChoice) {
-  if (userChoseUcxTransports())
-    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
-  CapturedLogs logs;
+  PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS();
   MapEnvironment no_user_choice;
   GroupSpec spec = GroupSpec::of(2);
-  spec.options.env = &no_user_choice;
   spec.options.ucx_config = {{"MEMORY_INVALIDATE", "n"}};
-  spec.logger = logs.factory();
-  runRanks(spec, [](RankContext&) {});
-  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
-  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  std::string line = peerOneLanes(spec, no_user_choice);
+  ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.find("cma/"), std::string::npos) << line;
 }
 
 // A user who sets UCX_POSIX_ERROR_HANDLING owns the decision; psdp leaves UCX's default (off), and UCX
 // then keeps shared memory away from endpoints with peer error handling.
 TEST(UcxLanesTest, UserErrorHandlingChoiceIsLeftAlone) {
-  if (userChoseUcxTransports())
-    GTEST_SKIP() << "UCX_TLS, UCX_*_ERROR_HANDLING or UCX_CMA_MEMORY_INVALIDATE set in the environment";
-  CapturedLogs logs;
+  PSDP_SKIP_IF_USER_CHOSE_UCX_TRANSPORTS();
   MapEnvironment user_choice(std::map<std::string, std::string>{{"UCX_POSIX_ERROR_HANDLING", "n"}});
-  GroupSpec spec = GroupSpec::of(2);
-  spec.options.env = &user_choice;
-  spec.logger = logs.factory();
-  runRanks(spec, [](RankContext&) {});
-  std::string line = lanesLine(logs.text[0].str(), "peer 1 lanes ");
-  ASSERT_FALSE(line.empty()) << logs.text[0].str();
+  std::string line = peerOneLanes(GroupSpec::of(2), user_choice);
+  ASSERT_FALSE(line.empty());
   EXPECT_EQ(line.find("sysv/"), std::string::npos) << line;
   EXPECT_EQ(line.find("posix/"), std::string::npos) << line;
 }
