@@ -73,9 +73,4 @@ std::unique_ptr<Phase> startDisseminationBarrier(const OpContext& op) {
   return std::make_unique<DisseminationBarrier>(op);
 }
 
-Status disseminationBarrier(const OpContext& op) {
-  DisseminationBarrier barrier(op);
-  return runToCompletion(op, barrier);
-}
-
 }  // namespace psdp::coll

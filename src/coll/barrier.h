@@ -11,10 +11,8 @@
 
 namespace psdp::coll {
 
-// Blocks until every rank has entered the barrier, or returns the first error (remote error, timeout).
-Status disseminationBarrier(const OpContext& op);
-
-// The same barrier as a state machine that the caller drives. REQUIRES: `op` outlives the returned phase.
+// The barrier as a state machine that the caller (a posted collective) drives; it completes once every
+// rank has entered, or fails with the first error (remote error). REQUIRES: `op` outlives the phase.
 std::unique_ptr<Phase> startDisseminationBarrier(const OpContext& op);
 
 }  // namespace psdp::coll

@@ -110,11 +110,4 @@ std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGath
   return std::make_unique<RingAllGather>(op, args);
 }
 
-Status ringAllGather(const OpContext& op, const RingAllGatherArgs& args) {
-  std::byte* own_block = args.output + args.layout.offset(op.rank) * args.elem_size;
-  if (args.own != own_block) std::memcpy(own_block, args.own, args.layout.size(op.rank) * args.elem_size);
-  RingAllGather ring(op, args);
-  return runToCompletion(op, ring);
-}
-
 }  // namespace psdp::coll

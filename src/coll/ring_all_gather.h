@@ -22,13 +22,9 @@ struct RingAllGatherArgs {
   size_t frag_elems = 0;
 };
 
-// REQUIRES: op.nranks >= 2. Copies `own` into its block of output when it is elsewhere. Blocks until
-// every fragment has arrived and every send has completed, or returns the first error (remote error,
-// timeout).
-Status ringAllGather(const OpContext& op, const RingAllGatherArgs& args);
-
-// The same pass as a state machine that the caller drives (a posted collective); copies `own` now.
-// REQUIRES: as above, and `op` and `args` outlive the returned phase.
+// The ring pass as a state machine that the caller (a posted collective) drives. Copies `own` into its
+// block of output now when it is elsewhere; done once every fragment has arrived and every send has
+// completed. REQUIRES: op.nranks >= 2, and `op` and `args` outlive the returned phase.
 std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGatherArgs& args);
 
 }  // namespace psdp::coll

@@ -147,9 +147,4 @@ std::unique_ptr<Phase> startRingReduceScatter(const OpContext& op, const RingRed
   return std::make_unique<RingReduceScatter>(op, args);
 }
 
-Status ringReduceScatter(const OpContext& op, const RingReduceScatterArgs& args) {
-  RingReduceScatter ring(op, args);
-  return runToCompletion(op, ring);
-}
-
 }  // namespace psdp::coll

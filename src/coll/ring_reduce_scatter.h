@@ -24,12 +24,9 @@ struct RingReduceScatterArgs {
   ReduceKernel kernel;
 };
 
-// REQUIRES: op.nranks >= 2; op.staging has 2 * op.depth() slots. Blocks until every fragment has been
-// reduced and every send has completed, or returns the first error (remote error, timeout).
-Status ringReduceScatter(const OpContext& op, const RingReduceScatterArgs& args);
-
-// The same pass as a state machine that the caller drives (a posted collective). REQUIRES: as above, and
-// `op` and `args` outlive the returned phase.
+// The ring pass as a state machine that the caller (a posted collective) drives; done once every fragment
+// has been reduced and every send has completed. REQUIRES: op.nranks >= 2; op.staging has 2 * op.depth()
+// slots; `op` and `args` outlive the returned phase.
 std::unique_ptr<Phase> startRingReduceScatter(const OpContext& op, const RingReduceScatterArgs& args);
 
 }  // namespace psdp::coll
