@@ -123,15 +123,9 @@ void runBadInput(psdp_comm_h comm) {
 }  // namespace
 
 int main() {
-  psdp_comm_h comm = nullptr;
-  psdp_status_t s = psdp_comm_init_from_env(nullptr, &comm);
-  if (s != PSDP_SUCCESS) {
-    std::fprintf(stderr, "init failed: %s: %s\n", psdp_status_string(s), psdp_get_last_error(nullptr));
-    return 1;
-  }
-  psdp_comm_rank(comm, &g_rank);
-  g_report.setRank(g_rank);
-  psdp_comm_size(comm, &g_nranks);
+  psdp_comm_h comm = psdp::mp::initFromEnv(g_report, &g_rank, &g_nranks);
+  if (comm == nullptr) return 1;
+  psdp_status_t s = PSDP_SUCCESS;
   const std::vector<size_t> counts = {0, 1, 7, 1000, (1u << 20) + 3};
   runMatrix<float>(comm, PSDP_FLOAT32, counts);
   runMatrix<int32_t>(comm, PSDP_INT32, counts);

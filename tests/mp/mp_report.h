@@ -41,4 +41,19 @@ inline std::string why(psdp_comm_h comm, psdp_status_t s) {
   return std::string(psdp_status_string(s)) + " " + psdp_get_last_error(comm);
 }
 
+// Joins the job psdp-run (or another launcher) describes and records rank and size; on failure prints why
+// and returns NULL.
+inline psdp_comm_h initFromEnv(Report& report, int* rank, int* nranks) {
+  psdp_comm_h comm = nullptr;
+  psdp_status_t s = psdp_comm_init_from_env(nullptr, &comm);
+  if (s != PSDP_SUCCESS) {
+    std::fprintf(stderr, "init failed: %s\n", why(nullptr, s).c_str());
+    return nullptr;
+  }
+  psdp_comm_rank(comm, rank);
+  psdp_comm_size(comm, nranks);
+  report.setRank(*rank);
+  return comm;
+}
+
 }  // namespace psdp::mp

@@ -82,15 +82,9 @@ void finish(psdp_comm_h comm, const std::string& name) {
 }  // namespace
 
 int main() {
-  psdp_comm_h parent = nullptr;
-  psdp_status_t s = psdp_comm_init_from_env(nullptr, &parent);
-  if (s != PSDP_SUCCESS) {
-    std::fprintf(stderr, "init failed: %s: %s\n", psdp_status_string(s), psdp_get_last_error(nullptr));
-    return 1;
-  }
-  psdp_comm_rank(parent, &g_rank);
-  g_report.setRank(g_rank);
-  psdp_comm_size(parent, &g_nranks);
+  psdp_comm_h parent = psdp::mp::initFromEnv(g_report, &g_rank, &g_nranks);
+  if (parent == nullptr) return 1;
+  psdp_status_t s = PSDP_SUCCESS;
 
   // Even/odd, new ranks in reverse parent order (key = -rank).
   psdp_comm_h parity = nullptr;
