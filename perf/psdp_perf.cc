@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "host_buffer.h"
 #include "perf_data.h"
 #include "perf_options.h"
 
@@ -91,11 +92,11 @@ psdp_status_t runOnce(const Call& c, size_t count, const void* send, void* recv)
   return st != PSDP_SUCCESS ? st : freed;
 }
 
-// Host buffers of 8-byte words, so that every dtype is aligned.
+// Host buffers, 2 MiB aligned (so every dtype is), sized in 8-byte words.
 struct Buffers {
-  std::unique_ptr<uint64_t[]> send, recv;
-  char* s() const { return reinterpret_cast<char*>(send.get()); }
-  char* r() const { return reinterpret_cast<char*>(recv.get()); }
+  psdp::perf::HostBuffer send, recv;
+  char* s() const { return send.data(); }
+  char* r() const { return recv.data(); }
 };
 
 // sendbuf and recvbuf of one placement; in-place follows NCCL (psdp.h).
@@ -243,7 +244,12 @@ int main(int argc, char** argv) {
   size_t buf_bytes = o.max_bytes + 8 * static_cast<size_t>(nranks);
   size_t words = (buf_bytes + 7) / 8;
   buf_bytes = words * 8;
-  Buffers b{std::make_unique<uint64_t[]>(words), std::make_unique<uint64_t[]>(words)};
+  Buffers b{{buf_bytes, o.huge_pages}, {buf_bytes, o.huge_pages}};
+  if (b.s() == nullptr || b.r() == nullptr) {
+    std::fprintf(stderr, "psdp-perf: rank %d: cannot map 2 x %zu bytes of buffers\n", rank, buf_bytes);
+    psdp_comm_destroy(comm);
+    return 1;
+  }
 
   Lineup lineup(comm);
   psdp::perf::Report report(o, nranks, rank == 0 ? stdout : nullptr);

@@ -128,6 +128,16 @@ typedef enum psdp_progress_mode {
   PSDP_PROGRESS_MAX_ENUM = 0x7fffffff
 } psdp_progress_mode_t;
 
+/* Collective algorithm, as NCCL_ALGO. Whatever is chosen, every rank gets a bitwise identical all-reduce
+ * result; which algorithm ran can change the floating-point result (PSDP_DETERMINISTIC fixes it). */
+typedef enum psdp_algorithm {
+  PSDP_ALGORITHM_UNSET = -1, /* take PSDP_ALGORITHM, default "auto" */
+  PSDP_ALGORITHM_AUTO = 0,   /* by message size: recursive halving/doubling for small messages, ring for large */
+  PSDP_ALGORITHM_RING = 1,   /* ring (pipelined) for every collective */
+  PSDP_ALGORITHM_RHD = 2,    /* recursive halving/doubling wherever it applies, ring elsewhere */
+  PSDP_ALGORITHM_MAX_ENUM = 0x7fffffff
+} psdp_algorithm_t;
+
 /* ---------------------------------------------------------------------------------------------------
  * Configuration
  * ------------------------------------------------------------------------------------------------ */
@@ -147,12 +157,14 @@ typedef struct psdp_config {
   const char* socket_ifname; /* PSDP_SOCKET_IFNAME: interface the bootstrap binds to; unset: NULL */
   const char* port_range;    /* PSDP_PORT_RANGE: "lo-hi" ports the bootstrap root may listen on; unset: NULL */
   int progress_mode;         /* PSDP_PROGRESS: a psdp_progress_mode_t; unset: PSDP_PROGRESS_UNSET */
+  int algorithm;             /* PSDP_ALGORITHM: a psdp_algorithm_t; unset: PSDP_ALGORITHM_UNSET */
+  int deterministic;         /* PSDP_DETERMINISTIC: 1 fixes the algorithm (ring); 0 lets size decide; unset: -1 */
 } psdp_config_t;
 
 #define PSDP_CONFIG_INITIALIZER                                                                             \
   {                                                                                                         \
     sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET                                                                                 \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1                                                       \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256
@@ -269,6 +281,32 @@ PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t
 
 /* Completes once every rank has entered it. */
 PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Point-to-point and the remaining collectives: declared with NCCL's semantics so that code written for
+ * that surface compiles and can test for them, but not implemented yet. Each checks its arguments as the
+ * collectives above do (invalid argument naming the argument; unsupported for a non-NULL stream), then
+ * returns PSDP_ERR_UNSUPPORTED with a message saying so. Nothing is posted, *request_p is not written and
+ * the communicator stays usable.
+ * ------------------------------------------------------------------------------------------------ */
+
+/* Sends count elements of sendbuf to rank `peer`, to be matched by its psdp_recv. */
+PSDP_API psdp_status_t psdp_send(const void* sendbuf, size_t count, psdp_dtype_t dtype, int peer, psdp_comm_h comm,
+                                 void* stream, psdp_request_h* request_p);
+
+/* Receives count elements from rank `peer` into recvbuf. */
+PSDP_API psdp_status_t psdp_recv(void* recvbuf, size_t count, psdp_dtype_t dtype, int peer, psdp_comm_h comm,
+                                 void* stream, psdp_request_h* request_p);
+
+/* sendbuf and recvbuf hold nranks*count elements: block r of sendbuf goes to rank r, block r of recvbuf
+ * comes from rank r. Not in place: the buffers must not overlap. */
+PSDP_API psdp_status_t psdp_all_to_all(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
+                                       psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* sendbuf holds sendcount elements; the root's recvbuf receives nranks*sendcount, rank r's at offset
+ * r*sendcount (recvbuf is read on the root only; in place: sendbuf == recvbuf + root*sendcount there). */
+PSDP_API psdp_status_t psdp_gather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype, int root,
+                                   psdp_comm_h comm, void* stream, psdp_request_h* request_p);
 
 /* ---------------------------------------------------------------------------------------------------
  * Requests of nonblocking collectives

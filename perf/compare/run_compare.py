@@ -6,6 +6,10 @@ A benchmark, not a test: it is not part of CI. perf/README.md documents it. Pyth
 Every repetition runs each peer once, in turn, so that noise from other work on the machine spreads over all
 of them alike; the median of the repetitions is reported. Open MPI is run under several documented
 shared-memory tunings and the best median per size is kept, so that psdp is compared with a tuned MPI.
+
+psdp-perf's buffers ask for transparent huge pages (its default, -H 1). So that no peer is measured on worse
+memory, ucx_perftest and Open MPI also run with glibc's malloc asking for them (GLIBC_TUNABLES below), and
+the best of the variants is what psdp is compared with.
 """
 import argparse
 import json
@@ -19,6 +23,8 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COLLS = ("ar", "rs", "ag")
+# glibc >= 2.35: malloc advises transparent huge pages for what it maps.
+THP_ENV = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
 
 # Open MPI 4.1 shared-memory variants (ompi_info --all lists these parameters). coll_tuned algorithm ids:
 # allreduce 4 ring, 6 rabenseifner; allgather 4 ring, 6 two-proc; reduce_scatter_block 3 recursive halving,
@@ -35,6 +41,8 @@ MPI_CONFIGS = {
                      "--mca", "coll_tuned_allgather_algorithm", "6", "--mca",
                      "coll_tuned_reduce_scatter_block_algorithm", "4"],
 }
+# The same variants with huge pages for the benchmark's malloc'd buffers.
+MPI_CONFIGS.update({name + "+thp": ["-x", THP_ENV] + argv for name, argv in list(MPI_CONFIGS.items())})
 
 
 def parse_size(text):
@@ -66,7 +74,7 @@ def run(cmd, timeout, env=None, quiet=False):
 
 
 def psdp_once(args, coll, tmp):
-    """Out-of-place busbw (GB/s) per size of one psdp-perf run."""
+    """(out-of-place, in-place) busbw (GB/s) per size of one psdp-perf run."""
     out = os.path.join(tmp, f"psdp_{coll}.json")
     cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.psdp_perf, coll, "-b",
            str(args.min), "-e", str(args.max), "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "0",
@@ -74,7 +82,7 @@ def psdp_once(args, coll, tmp):
     if run(cmd, args.timeout + 30) is None:
         return {}
     with open(out) as f:
-        return {r["size"]: r["out_of_place"]["busbw"] for r in json.load(f)["results"]}
+        return {r["size"]: (r["out_of_place"]["busbw"], r["in_place"]["busbw"]) for r in json.load(f)["results"]}
 
 
 def ucx_iters(size):
@@ -82,11 +90,15 @@ def ucx_iters(size):
     return max(20, min(2000, (2 << 30) // size))
 
 
-def ucx_once(args, size, tls, port):
+def ucx_once(args, size, variant, port):
     """ucp_put_bw overall bandwidth in GB/s (1e9, as psdp-perf) for one size, server and client on localhost."""
+    tls, thp = variant
     env = dict(os.environ)
     if tls:
         env["UCX_TLS"] = tls
+    if thp:
+        key, value = THP_ENV.split("=", 1)
+        env[key] = value
     n = ucx_iters(size)
     common = ["-t", "ucp_put_bw", "-s", str(size), "-n", str(n), "-w", str(max(2, n // 10)), "-p", str(port)]
     server = subprocess.Popen([args.ucx_perftest] + common, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -179,9 +191,9 @@ def main():
     while s <= args.max:
         sizes.append(s)
         s *= 2
-    tls_list = ["", "sm,self"]
-    psdp = {c: {s: [] for s in sizes} for c in COLLS}
-    ucx = {t: {s: [] for s in sizes} for t in tls_list}
+    ucx_variants = [("", False), ("sm,self", False), ("", True), ("sm,self", True)]
+    psdp = {(c, place): {s: [] for s in sizes} for c in COLLS for place in (0, 1)}
+    ucx = {v: {s: [] for s in sizes} for v in ucx_variants}
     mpi = {(cfg, c): {s: [] for s in sizes} for cfg in configs for c in COLLS}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
         binary = os.path.join(tmp, "mpi_coll_bench")
@@ -193,14 +205,15 @@ def main():
         for rep in range(args.reps):
             print(f"repetition {rep + 1}/{args.reps}", file=sys.stderr)
             for c in COLLS:
-                for size, bw in psdp_once(args, c, tmp).items():
-                    if size in psdp[c]:
-                        psdp[c][size].append(bw)
+                for size, both in psdp_once(args, c, tmp).items():
+                    for place in (0, 1):
+                        if size in psdp[(c, place)]:
+                            psdp[(c, place)][size].append(both[place])
             if not args.no_ucx:
-                for t in tls_list:
+                for v in ucx_variants:
                     for size in sizes:
                         port = port + 1 if port < 13999 else 13400
-                        ucx[t][size].append(ucx_once(args, size, t, port))
+                        ucx[v][size].append(ucx_once(args, size, v, port))
             if not args.no_mpi:
                 for cfg in configs:
                     for c in COLLS:
@@ -208,13 +221,12 @@ def main():
                             if size in mpi[(cfg, c)]:
                                 mpi[(cfg, c)][size].append(bw)
 
-    rows = []
-    header = ("| size | psdp ar | psdp rs | psdp ag | ucx put_bw | ucx put_bw sm,self | ompi ar | ompi rs | ompi ag "
-              "| ag/put | rs/put | rs/ompi rs | ar/ompi ar |")
-    rows.append(header)
-    rows.append("|" + "---|" * (header.count("|") - 1))
-    med_psdp = {c: {s: median(psdp[c][s]) for s in sizes} for c in COLLS}
+    header = ("| size | psdp ar | psdp rs | psdp ag | psdp ag in-place | put_bw | ompi ar | ompi rs | ompi ag "
+              "| ag/put | ag in-place/put | rs/put | rs/ompi rs | ar/ompi ar |")
+    rows = [header, "|" + "---|" * (header.count("|") - 1)]
+    med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
     winners = {}
+    put_winner = {}
     for s in sizes:
         best_ompi = {}
         for c in COLLS:
@@ -223,21 +235,29 @@ def main():
             best = max(cands) if cands else (None, "-")
             best_ompi[c] = best[0]
             winners[(c, s)] = best[1]
-        put = [median(ucx[t][s]) for t in tls_list]
-        best_put = max([v for v in put if v is not None], default=None)
-        ar, rs, ag = (med_psdp[c][s] for c in COLLS)
-        rows.append(f"| {human(s)} | {fmt(ar)} | {fmt(rs)} | {fmt(ag)} | {fmt(put[0])} | {fmt(put[1])} | "
+        puts = [(median(ucx[v][s]), v) for v in ucx_variants]
+        puts = [x for x in puts if x[0] is not None]
+        best_put, put_winner[s] = max(puts) if puts else (None, None)
+        ar, rs, ag, ag_ip = med[("ar", 0)][s], med[("rs", 0)][s], med[("ag", 0)][s], med[("ag", 1)][s]
+        rows.append(f"| {human(s)} | {fmt(ar)} | {fmt(rs)} | {fmt(ag)} | {fmt(ag_ip)} | {fmt(best_put)} | "
                     f"{fmt(best_ompi['ar'])} | {fmt(best_ompi['rs'])} | {fmt(best_ompi['ag'])} | "
-                    f"{fmt(ratio(ag, best_put))} | {fmt(ratio(rs, best_put))} | {fmt(ratio(rs, best_ompi['rs']))} | "
-                    f"{fmt(ratio(ar, best_ompi['ar']))} |")
-    lines = ["", f"busbw in GB/s (1e9 B/s), out-of-place, float32 sum, {args.np} ranks, median of {args.reps}; "
-             "ucx put_bw: one-sided put bandwidth; ratios use the better of the two UCX_TLS settings and the best "
-             "Open MPI variant per size.", ""] + rows + [""]
+                    f"{fmt(ratio(ag, best_put))} | {fmt(ratio(ag_ip, best_put))} | {fmt(ratio(rs, best_put))} | "
+                    f"{fmt(ratio(rs, best_ompi['rs']))} | {fmt(ratio(ar, best_ompi['ar']))} |")
+    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; out-of-place "
+             "unless marked; put_bw: ucx_perftest one-sided put bandwidth, the best of UCX_TLS default/sm,self with "
+             "and without huge pages; ompi: the best Open MPI variant per size.", ""] + rows + [""]
     big, mid = 256 << 20, 16 << 20
     parts = []
     for c in COLLS:
-        parts.append(f"{c} {fmt(ratio(med_psdp[c].get(big), med_psdp[c].get(mid)))}")
+        for place, label in ((0, ""), (1, " in-place")):
+            parts.append(f"{c}{label} {fmt(ratio(med[(c, place)].get(big), med[(c, place)].get(mid)))}")
     lines.append("psdp busbw 256M/16M: " + ", ".join(parts))
+    lines.append("in-place busbw: " + "; ".join(
+        f"{human(s)} " + "/".join(fmt(med[(c, 1)][s]) for c in COLLS) for s in sizes) + " (ar/rs/ag)")
+    if not args.no_ucx:
+        lines.append("best put_bw variant per size: " + "; ".join(
+            f"{human(s)} {(put_winner[s][0] or 'default') + (' +thp' if put_winner[s][1] else '')}"
+            for s in sizes if put_winner[s]))
     if not args.no_mpi:
         lines.append("best Open MPI variant per size: " + "; ".join(
             f"{human(s)} " + "/".join(winners[(c, s)] for c in COLLS) for s in sizes) + " (ar/rs/ag)")

@@ -8,18 +8,11 @@
 using psdp::Status;
 using psdp::api::checkHandle;
 using psdp::api::CollectiveArgs;
+using psdp::api::countTimesRanks;
 using psdp::api::guarded;
 using psdp::api::validateCollective;
 
 namespace {
-
-// nranks * count, or an error naming the argument when it overflows.
-psdp::Result<size_t> timesRanks(const char* name, size_t count, int nranks) {
-  if (count > SIZE_MAX / static_cast<size_t>(nranks)) {
-    return Status::invalidArgument("{}: count {} times {} ranks overflows", name, count, nranks);
-  }
-  return count * static_cast<size_t>(nranks);
-}
 
 using RequestSlot = std::shared_ptr<psdp::core::Request>*;
 
@@ -46,7 +39,7 @@ PSDP_API psdp_status_t psdp_reduce_scatter(const void* sendbuf, void* recvbuf, s
   return guarded(comm, [&] {
     PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
     psdp::core::Communicator& c = *comm->impl;
-    PSDP_ASSIGN_OR_RETURN(size_t total, timesRanks("reduce-scatter", recvcount, c.size()));
+    PSDP_ASSIGN_OR_RETURN(size_t total, countTimesRanks("reduce-scatter", recvcount, c.size()));
     CollectiveArgs args{"reduce-scatter",           sendbuf, recvbuf,          total, recvcount, recvcount * c.rank(),
                         /*send_inside_recv=*/false, dtype,   /*reduces=*/true, op,    stream,    request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
@@ -60,7 +53,7 @@ PSDP_API psdp_status_t psdp_all_gather(const void* sendbuf, void* recvbuf, size_
   return guarded(comm, [&] {
     PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
     psdp::core::Communicator& c = *comm->impl;
-    PSDP_ASSIGN_OR_RETURN(size_t total, timesRanks("all-gather", sendcount, c.size()));
+    PSDP_ASSIGN_OR_RETURN(size_t total, countTimesRanks("all-gather", sendcount, c.size()));
     CollectiveArgs args{"all-gather",
                         sendbuf,
                         recvbuf,

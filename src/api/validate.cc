@@ -38,6 +38,13 @@ Status checkTypes(const CollectiveArgs& a) {
 
 }  // namespace
 
+Result<size_t> countTimesRanks(const char* name, size_t count, int nranks) {
+  if (count > std::numeric_limits<size_t>::max() / static_cast<size_t>(nranks)) {
+    return Status::invalidArgument("{}: count {} times {} ranks overflows", name, count, nranks);
+  }
+  return count * static_cast<size_t>(nranks);
+}
+
 Status validateCollective(const CollectiveArgs& a) {
   if (a.stream != nullptr) {
     return Status::unsupported("{}: stream must be NULL: only host memory is supported in this build", a.name);

@@ -28,4 +28,7 @@ struct CollectiveArgs {
 
 Status validateCollective(const CollectiveArgs& args);
 
+// count * nranks, or invalid argument naming the call (`name`) when it overflows.
+Result<size_t> countTimesRanks(const char* name, size_t count, int nranks);
+
 }  // namespace psdp::api

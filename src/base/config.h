@@ -36,6 +36,8 @@ struct Config {
   std::string socket_ifname;  // empty: pick automatically
   PortRange port_range;
   psdp_progress_mode_t progress_mode = PSDP_PROGRESS_THREAD;
+  psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
+  bool deterministic = false;
 
   // Where each parameter's value came from, indexed like params().
   static constexpr size_t kMaxParams = 32;

@@ -31,6 +31,15 @@ const char* progressModeName(psdp_progress_mode_t mode) {
   }
 }
 
+const char* algorithmName(psdp_algorithm_t algorithm) {
+  switch (algorithm) {
+    case PSDP_ALGORITHM_AUTO: return "auto";
+    case PSDP_ALGORITHM_RING: return "ring";
+    case PSDP_ALGORITHM_RHD: return "rhd";
+    default: return nullptr;
+  }
+}
+
 std::string formatSeconds(double s) {
   return fmt::format("{:g}", s);
 }
@@ -157,6 +166,41 @@ const ParamSpec kParamTable[] = {
        return Status::invalidArgument("'{}' is not one of thread, caller", text);
      },
      [](const Config& c) { return std::string(progressModeName(c.progress_mode)); }},
+
+    {"algorithm", "PSDP_ALGORITHM", "auto|ring|rhd", "auto",
+     "Collective algorithm: 'auto' picks recursive halving/doubling for small messages (all-reduce that fits "
+     "one staging fragment; reduce-scatter and all-gather on power-of-two rank counts) and the pipelined ring "
+     "for large ones; 'ring' and 'rhd' force one where it applies. Ignored when PSDP_DETERMINISTIC=1.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, algorithm) || u.algorithm == PSDP_ALGORITHM_UNSET) return std::nullopt;
+       const char* name = algorithmName(static_cast<psdp_algorithm_t>(u.algorithm));
+       return std::string(name ? name : fmt::format("{}", u.algorithm).c_str());
+     },
+     [](std::string_view text, Config& c) -> Status {
+       for (auto algorithm : {PSDP_ALGORITHM_AUTO, PSDP_ALGORITHM_RING, PSDP_ALGORITHM_RHD}) {
+         if (text == algorithmName(algorithm)) {
+           c.algorithm = algorithm;
+           return Status::ok();
+         }
+       }
+       return Status::invalidArgument("'{}' is not one of auto, ring, rhd", text);
+     },
+     [](const Config& c) { return std::string(algorithmName(c.algorithm)); }},
+
+    {"deterministic", "PSDP_DETERMINISTIC", "0|1", "0",
+     "1: every reduction uses the ring, whose order of operations depends only on the element count and the "
+     "number of ranks, so float results are bitwise reproducible whatever the message size, PSDP_CHUNK_BYTES "
+     "or PSDP_ALGORITHM.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, deterministic) || u.deterministic < 0) return std::nullopt;
+       return fmt::format("{}", u.deterministic);
+     },
+     [](std::string_view text, Config& c) -> Status {
+       if (text != "0" && text != "1") return Status::invalidArgument("'{}' is not 0 or 1", text);
+       c.deterministic = text == "1";
+       return Status::ok();
+     },
+     [](const Config& c) { return std::string(c.deterministic ? "1" : "0"); }},
 };
 
 static_assert(std::size(kParamTable) <= Config::kMaxParams, "raise Config::kMaxParams");

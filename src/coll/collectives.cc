@@ -1,6 +1,8 @@
-// The ring implementation of Collectives. Every collective is a RingTask: a short list of stages (ring
-// passes, the barrier) run one after the other; the trivial cases (empty buffers, a single rank) are settled
-// in start(). Blocking calls post a task and drive it here; core's engine drives posted ones.
+// The implementation of Collectives. Every collective is a RingTask: a short list of stages (ring passes,
+// recursive halving/doubling, the barrier) run one after the other; the trivial cases (empty buffers, a
+// single rank) are settled in start(). Blocking calls post a task and drive it here; core's engine drives
+// posted ones. The algorithm is chosen at post time (chooseRecursive): recursive halving/doubling for small
+// messages, where the ring's n-1 latencies per pass dominate, the ring otherwise.
 #include "coll/collectives.h"
 
 #include <algorithm>
@@ -11,6 +13,8 @@
 #include "coll/barrier.h"
 #include "coll/chain_broadcast.h"
 #include "coll/op_context.h"
+#include "coll/recursive_collectives.h"
+#include "coll/recursive_exchange.h"
 #include "coll/reduce_kernels.h"
 #include "coll/ring_all_gather.h"
 #include "coll/ring_reduce_scatter.h"
@@ -29,7 +33,27 @@ void copyIfDistinct(std::byte* dst, const std::byte* src, size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
 
-enum class Stage { kReduceScatter, kAllGather, kBroadcast, kBarrier };
+enum class Stage {
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kBarrier,
+  kRecursiveAllReduce,
+  kRecursiveReduceScatter,
+  kRecursiveAllGather
+};
+
+// Why an operation runs the algorithm it runs, for the debug log.
+enum class Choice {
+  kRing,            // nothing else implements it (broadcast, barrier)
+  kDeterministic,   // PSDP_DETERMINISTIC=1 fixes the ring
+  kForcedRing,      // PSDP_ALGORITHM=ring
+  kForcedRhd,       // PSDP_ALGORITHM=rhd
+  kBelowThreshold,  // auto, at most rhd_max_bytes
+  kAboveThreshold,  // auto, more than rhd_max_bytes
+  kNotPowerOfTwo,   // rhd reduce-scatter and all-gather need a power-of-two rank count
+  kExceedsStaging,  // rhd's working vectors must fit one staging slot
+};
 
 class RingCollectives;
 
@@ -41,6 +65,12 @@ struct TaskPlan {
   RingReduceScatterArgs reduce;
   RingAllGatherArgs gather;
   ChainBroadcastArgs broadcast;
+  RecursiveAllReduceArgs recursive_reduce;
+  RecursiveReduceScatterArgs recursive_scatter;
+  RecursiveAllGatherArgs recursive_gather;
+  bool recursive = false;
+  Choice choice = Choice::kRing;
+  size_t bytes = 0;  // the whole buffer, as compared with rhd_max_bytes
   // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes.
   bool local = false;
   const std::byte* local_src = nullptr;
@@ -86,7 +116,7 @@ class RingCollectives final : public Collectives {
 
   Status checkUsable() const;
   void fail(const OpContext& op, const Status& status);
-  void logStart(const OpContext& op) const;
+  void logStart(const OpContext& op, const TaskPlan& plan) const;
 
  private:
   OpContext beginOp(const char* kind, size_t count, psdp_dtype_t dtype);
@@ -94,6 +124,7 @@ class RingCollectives final : public Collectives {
     return std::make_unique<RingTask>(*this, op, plan);
   }
   size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.chunk_bytes / esize); }
+  void chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only, size_t staging_bytes) const;
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
   CollParams params_;
@@ -128,7 +159,7 @@ void RingTask::start(const Deadline& deadline) {
     done_ = true;
     return;
   }
-  owner_.logStart(op_);
+  owner_.logStart(op_, plan_);
 }
 
 Result<Progress> RingTask::advance() {
@@ -163,6 +194,9 @@ std::unique_ptr<Phase> RingTask::startStage(Stage stage) {
     case Stage::kAllGather: return startRingAllGather(op_, plan_.gather);
     case Stage::kBroadcast: return startChainBroadcast(op_, plan_.broadcast);
     case Stage::kBarrier: return startDisseminationBarrier(op_);
+    case Stage::kRecursiveAllReduce: return startRecursiveAllReduce(op_, plan_.recursive_reduce);
+    case Stage::kRecursiveReduceScatter: return startRecursiveReduceScatter(op_, plan_.recursive_scatter);
+    case Stage::kRecursiveAllGather: return startRecursiveAllGather(op_, plan_.recursive_gather);
   }
   return startDisseminationBarrier(op_);
 }
@@ -184,6 +218,19 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
     plan.local_src = static_cast<const std::byte*>(sendbuf);
     plan.local_dst = static_cast<std::byte*>(recvbuf);
     plan.local_bytes = recvcount * esize;
+    return makeTask(op, plan);
+  }
+  // Recursive halving keeps half the buffer of partial sums in one staging slot.
+  chooseRecursive(plan, recvcount * static_cast<size_t>(params_.nranks) * esize, /*power_of_two_only=*/true,
+                  recvcount * static_cast<size_t>(params_.nranks / 2) * esize);
+  if (plan.recursive) {
+    plan.recursive_scatter = {static_cast<const std::byte*>(sendbuf),
+                              static_cast<std::byte*>(recvbuf),
+                              recvcount,
+                              esize,
+                              kernel,
+                              kernel.scalesInput() ? findReduceKernel(dtype, PSDP_SUM) : kernel};
+    plan.stages[plan.nstages++] = Stage::kRecursiveReduceScatter;
     return makeTask(op, plan);
   }
   BlockLayout layout(recvcount * static_cast<size_t>(params_.nranks), params_.nranks);
@@ -212,6 +259,14 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sen
     plan.local_bytes = sendcount * esize;
     return makeTask(op, plan);
   }
+  chooseRecursive(plan, sendcount * static_cast<size_t>(params_.nranks) * esize, /*power_of_two_only=*/true,
+                  /*staging_bytes=*/0);
+  if (plan.recursive) {
+    plan.recursive_gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), sendcount,
+                             esize};
+    plan.stages[plan.nstages++] = Stage::kRecursiveAllGather;
+    return makeTask(op, plan);
+  }
   BlockLayout layout(sendcount * static_cast<size_t>(params_.nranks), params_.nranks);
   plan.gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), layout, esize,
                  fragElems(esize)};
@@ -237,6 +292,17 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
     plan.local_src = input;
     plan.local_dst = output;
     plan.local_bytes = count * esize;
+    return makeTask(op, plan);
+  }
+  // Recursive doubling receives the partner's whole vector into one staging slot.
+  chooseRecursive(plan, count * esize, /*power_of_two_only=*/false, count * esize);
+  if (plan.recursive) {
+    plan.recursive_reduce = {input, output, count, esize, kernel, ReduceKernel{}};
+    if (kernel.scalesInput()) {
+      plan.recursive_reduce.prescale = kernel;
+      plan.recursive_reduce.kernel = findReduceKernel(dtype, PSDP_SUM);
+    }
+    plan.stages[plan.nstages++] = Stage::kRecursiveAllReduce;
     return makeTask(op, plan);
   }
   BlockLayout layout(count, params_.nranks);
@@ -305,13 +371,58 @@ OpContext RingCollectives::beginOp(const char* kind, size_t count, psdp_dtype_t 
   return op;
 }
 
-void RingCollectives::logStart(const OpContext& op) const {
+// Deterministic mode and a forced ring come first; then whether rhd applies at all (rank count, staging);
+// then the size threshold, unless rhd is forced. `staging_bytes` is the largest vector rhd would hold in
+// one staging slot (0: none).
+void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only,
+                                      size_t staging_bytes) const {
+  plan.bytes = bytes;
+  plan.recursive = false;
+  if (params_.deterministic) {
+    plan.choice = Choice::kDeterministic;
+  } else if (params_.algorithm == PSDP_ALGORITHM_RING) {
+    plan.choice = Choice::kForcedRing;
+  } else if (power_of_two_only && !isPowerOfTwo(params_.nranks)) {
+    plan.choice = Choice::kNotPowerOfTwo;
+  } else if (staging_bytes > staging_.slotBytes()) {
+    plan.choice = Choice::kExceedsStaging;
+  } else if (params_.algorithm == PSDP_ALGORITHM_RHD) {
+    plan.choice = Choice::kForcedRhd;
+    plan.recursive = true;
+  } else {
+    plan.recursive = bytes <= params_.rhd_max_bytes;
+    plan.choice = plan.recursive ? Choice::kBelowThreshold : Choice::kAboveThreshold;
+  }
+}
+
+void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan) const {
   if (!op.has_data) {
     log().debug("{}: dissemination over {} ranks", op.describe(), params_.nranks);
     return;
   }
-  log().debug("{}: ring over {} ranks, fragments of {} elements, {} in flight per direction", op.describe(),
-              params_.nranks, fragElems(dtypeSize(op.dtype)), kDepth);
+  // The reason is formatted only when it will be printed: no allocation per operation otherwise.
+  if (!log().should_log(spdlog::level::debug)) return;
+  std::string why;
+  switch (plan.choice) {
+    case Choice::kRing: break;
+    case Choice::kDeterministic: why = ", PSDP_DETERMINISTIC=1"; break;
+    case Choice::kForcedRing: why = ", PSDP_ALGORITHM=ring"; break;
+    case Choice::kForcedRhd: why = ", PSDP_ALGORITHM=rhd"; break;
+    case Choice::kBelowThreshold: why = fmt::format(", {} bytes <= {}", plan.bytes, params_.rhd_max_bytes); break;
+    case Choice::kAboveThreshold: why = fmt::format(", {} bytes > {}", plan.bytes, params_.rhd_max_bytes); break;
+    case Choice::kNotPowerOfTwo: why = ", rhd needs a power-of-two rank count"; break;
+    case Choice::kExceedsStaging: why = ", rhd's vectors exceed one staging fragment"; break;
+  }
+  if (plan.recursive) {
+    RecursiveGroup group(params_.rank, params_.nranks);
+    const char* name = plan.stages[0] == Stage::kRecursiveReduceScatter ? "recursive halving" : "recursive doubling";
+    std::string folded = group.extra > 0 ? fmt::format(" ({} folded into a partner)", group.extra) : std::string();
+    log().debug("{}: {} over {} ranks{}, {} steps{}", op.describe(), name, params_.nranks, folded,
+                group.steps + (group.extra > 0 ? 2 : 0), why);
+    return;
+  }
+  log().debug("{}: ring over {} ranks, fragments of {} elements, {} in flight per direction{}", op.describe(),
+              params_.nranks, fragElems(dtypeSize(op.dtype)), kDepth, why);
 }
 
 void RingCollectives::fail(const OpContext& op, const Status& status) {

@@ -19,12 +19,23 @@
 
 namespace psdp::coll {
 
+// The size below which auto picks recursive halving/doubling over the ring, see CollParams.
+inline constexpr size_t kDefaultRhdMaxBytes = size_t{256} << 10;
+
 struct CollParams {
   int rank = 0;
   int nranks = 1;
   size_t chunk_bytes = 1 << 20;  // fragment size of pipelined transfers; at least kMinChunkBytes
   uint32_t context_id = 0;       // distinguishes communicators that share a transport; low 16 bits kept (tag.h)
   Logger log;                    // null: the process logger
+  // PSDP_ALGORITHM: auto chooses by size (below); ring or rhd force one where it applies.
+  psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
+  // PSDP_DETERMINISTIC: every collective uses the ring, whose result does not depend on chunk_bytes,
+  // algorithm or rhd_max_bytes.
+  bool deterministic = false;
+  // Auto: all-reduce, reduce-scatter and all-gather of at most this many bytes (the whole buffer) use
+  // recursive halving/doubling where it applies. Measured with psdp-perf (README, "Collectives").
+  size_t rhd_max_bytes = kDefaultRhdMaxBytes;
 };
 
 // One posted collective. It holds its arguments, tag and sequence number from the moment it is posted; it

@@ -2,8 +2,13 @@
 // positions later in the send stream (ring_schedule.h). No staging is involved, so the only limits are the
 // depth() completions of each direction; a receive's completion is freed by its arrival alone, which keeps
 // the ring from deadlocking whatever the sends wait for.
+//
+// Out of place, this rank's own block is copied into the output one fragment per advance(), after the
+// transfers have been posted, so the copy overlaps them instead of delaying the whole ring. No send reads
+// the output's own block: step 0 sends from the input, and forwards only carry other ranks' blocks.
 #include "coll/ring_all_gather.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -26,7 +31,9 @@ class RingAllGather final : public Phase {
         shape_{op.rank, op.nranks, args.frag_elems, op.depth()},
         sends_(op, RingCursor(args.layout, shape_, kSendShift), args.elem_size),
         posted_(args.layout, shape_, kRecvShift),
-        arrived_(posted_) {}
+        arrived_(posted_),
+        own_output_(args.output + args.layout.offset(op.rank) * args.elem_size),
+        own_bytes_(args.own == own_output_ ? 0 : args.layout.size(op.rank) * args.elem_size) {}
 
   Result<Progress> advance() override;
   std::string waitingFor() const override {
@@ -38,6 +45,7 @@ class RingAllGather final : public Phase {
   Status takeArrivals();
   Status postSends();
   Status postRecvs();
+  void copyOwnPiece();
 
   uint64_t depth() const { return static_cast<uint64_t>(op_.depth()); }
 
@@ -47,6 +55,9 @@ class RingAllGather final : public Phase {
   RingSendStream sends_;
   RingCursor posted_;   // the next receive to post
   RingCursor arrived_;  // the next receive to see complete
+  std::byte* own_output_;
+  size_t own_bytes_;       // 0 in place
+  size_t own_copied_ = 0;  // bytes of the own block already in the output
   bool moved_ = false;
 };
 
@@ -55,8 +66,10 @@ Result<Progress> RingAllGather::advance() {
   PSDP_RETURN_IF_ERROR(takeArrivals());
   PSDP_RETURN_IF_ERROR(postSends());
   PSDP_RETURN_IF_ERROR(postRecvs());
+  copyOwnPiece();
   PSDP_ASSIGN_OR_RETURN(bool sends_settled, sends_.settled());
-  if (sends_.next().done() && arrived_.done() && sends_settled) return Progress::kDone;
+  bool copied = own_copied_ == own_bytes_;
+  if (sends_.next().done() && arrived_.done() && sends_settled && copied) return Progress::kDone;
   return moved_ ? Progress::kAdvanced : Progress::kBlocked;
 }
 
@@ -102,11 +115,17 @@ Status RingAllGather::postRecvs() {
   return Status::ok();
 }
 
+void RingAllGather::copyOwnPiece() {
+  if (own_copied_ == own_bytes_) return;
+  size_t piece = std::min(own_bytes_ - own_copied_, args_.frag_elems * args_.elem_size);
+  std::memcpy(own_output_ + own_copied_, args_.own + own_copied_, piece);
+  own_copied_ += piece;
+  moved_ = true;
+}
+
 }  // namespace
 
 std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGatherArgs& args) {
-  std::byte* own_block = args.output + args.layout.offset(op.rank) * args.elem_size;
-  if (args.own != own_block) std::memcpy(own_block, args.own, args.layout.size(op.rank) * args.elem_size);
   return std::make_unique<RingAllGather>(op, args);
 }
 

@@ -41,7 +41,9 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, socket_ifname) == 48);
   CHECK(offsetof(psdp_config_t, port_range) == 56);
   CHECK(offsetof(psdp_config_t, progress_mode) == 64);
-  CHECK(sizeof(psdp_config_t) == 72);
+  CHECK(offsetof(psdp_config_t, algorithm) == 68);
+  CHECK(offsetof(psdp_config_t, deterministic) == 72);
+  CHECK(sizeof(psdp_config_t) == 80);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
 }
 
@@ -151,6 +153,36 @@ static void test_one_rank_requests(psdp_comm_h comm) {
   CHECK(psdp_barrier(comm, NULL) == PSDP_SUCCESS);
 }
 
+/* Declared but not implemented: arguments are checked first, then unsupported with a message naming the
+ * call; the request is not written and the communicator stays usable. */
+static void test_unsupported_calls(psdp_comm_h comm) {
+  float data[4] = {1, 2, 3, 4};
+  float out[4] = {0};
+  psdp_request_h request = NULL;
+
+  CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, comm, NULL, &request), PSDP_ERR_UNSUPPORTED, comm,
+              "psdp_send is not implemented");
+  CHECK(request == NULL);
+  CHECK_ERROR(psdp_recv(out, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
+              "psdp_recv is not implemented");
+  CHECK_ERROR(psdp_all_to_all(data, out, 4, PSDP_FLOAT32, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
+              "psdp_all_to_all is not implemented");
+  CHECK_ERROR(psdp_gather(data, out, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
+              "psdp_gather is not implemented");
+  /* Bad arguments are reported as such first. */
+  CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 1, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "peer");
+  CHECK_ERROR(psdp_recv(NULL, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "recvbuf");
+  CHECK_ERROR(psdp_all_to_all(data, data + 1, 2, PSDP_FLOAT32, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "overlap");
+  CHECK_ERROR(psdp_gather(data, out, 4, PSDP_FLOAT32, -1, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "root");
+  CHECK_ERROR(psdp_gather(data, out, 4, (psdp_dtype_t)99, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "dtype");
+  CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, comm, (void*)data, NULL), PSDP_ERR_UNSUPPORTED, comm, "stream");
+  CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK(psdp_all_reduce(data, out, 4, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS);
+  CHECK(out[3] == 4);
+}
+
 /* A one-rank communicator exercises the whole init path in-process: unique id, root thread, UCX. */
 static void test_one_rank_lifecycle(void) {
   psdp_unique_id_t id;
@@ -199,6 +231,7 @@ static void test_one_rank_lifecycle(void) {
   CHECK(psdp_all_gather(data, out, 5, PSDP_FLOAT32, comm, NULL, NULL) == PSDP_SUCCESS);
   CHECK(out[2] == 3);
   test_one_rank_requests(comm);
+  test_unsupported_calls(comm);
 
   CHECK(psdp_comm_finalize(comm) == PSDP_SUCCESS);
   CHECK_ERROR(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL), PSDP_ERR_INVALID_USAGE, comm,

@@ -1,6 +1,6 @@
 // Multi-process tests of nonblocking collectives, requests, broadcast and barrier, run by psdp-run for
 // several world sizes (and progress modes): psdp-run -n 4 -- mp_nonblocking
-// Integer data only, so every element is checked exactly.
+// Integer data, or mp_matrix's exact model for other dtypes, so every element is checked exactly.
 #include <psdp/psdp.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "mp_matrix_model.h"
 #include "mp_report.h"
 
 using psdp::mp::why;
@@ -107,6 +108,67 @@ void runMixedOutstanding(psdp_comm_h comm) {
   for (auto& r : req) g_report.check(r != nullptr && psdp_request_free(r) == PSDP_SUCCESS, "free");
 }
 
+// Reductions of different dtypes and ops (premul-sum included) outstanding at once: each request must keep
+// its own kernel, scalar and staging while the others progress. Values come from mp_matrix's exact model.
+void runMixedDtypesOutstanding(psdp_comm_h comm) {
+  using psdp::mp::Op;
+  struct Spec {
+    psdp_dtype_t dtype;
+    Op op;
+    bool scatter;  // reduce-scatter, else all-reduce
+    size_t count;
+  };
+  const Spec specs[] = {{PSDP_FLOAT16, Op::kPremulSum, false, 100003},
+                        {PSDP_BFLOAT16, Op::kAvg, true, 1000},
+                        {PSDP_INT8, Op::kProd, false, 7},
+                        {PSDP_FLOAT64, Op::kMax, true, 100003},
+                        {PSDP_UINT64, Op::kMin, false, 1000},
+                        {PSDP_INT32, Op::kPremulSum, true, 777}};
+  constexpr int kN = sizeof(specs) / sizeof(specs[0]);
+  std::vector<unsigned char> send[kN], recv[kN];
+  psdp_op_t ops[kN];
+  psdp_request_h req[kN] = {};
+  for (int k = 0; k < kN; ++k) {
+    const Spec& c = specs[k];
+    const size_t esz = psdp::mp::dtypeSize(c.dtype), n_in = c.scatter ? c.count * g_nranks : c.count;
+    send[k].resize(n_in * esz);
+    recv[k].resize(c.count * esz);
+    for (size_t i = 0; i < n_in; ++i) {
+      psdp::mp::storeValue(c.dtype, psdp::mp::reduceInput(c.dtype, c.op, g_rank, g_nranks, i), &send[k][i * esz]);
+    }
+    ops[k] = static_cast<psdp_op_t>(c.op);
+    if (c.op == Op::kPremulSum) {
+      unsigned char scalar[8];
+      psdp::mp::storeValue(c.dtype, psdp::mp::premulScalar(c.dtype, g_rank), scalar);
+      psdp_status_t s = psdp_op_create_premul_sum(comm, scalar, c.dtype, &ops[k]);
+      g_report.check(s == PSDP_SUCCESS, "create premul-sum op: " + why(comm, s));
+    }
+    psdp_status_t s =
+        c.scatter
+            ? psdp_reduce_scatter(send[k].data(), recv[k].data(), c.count, c.dtype, ops[k], comm, nullptr, &req[k])
+            : psdp_all_reduce(send[k].data(), recv[k].data(), c.count, c.dtype, ops[k], comm, nullptr, &req[k]);
+    g_report.check(s == PSDP_SUCCESS && req[k] != nullptr, "post mixed-dtype request " + std::to_string(k));
+  }
+  for (int k = 0; k < kN; ++k) {
+    const Spec& c = specs[k];
+    psdp_status_t w = req[k] ? psdp_request_wait(req[k]) : PSDP_ERR_INVALID_ARGUMENT;
+    const size_t esz = psdp::mp::dtypeSize(c.dtype), first = c.scatter ? c.count * g_rank : 0;
+    size_t bad = c.count;
+    for (size_t i = 0; bad == c.count && i < c.count; ++i) {
+      double want = psdp::mp::reduceExpected(c.dtype, c.op, g_nranks, first + i);
+      if (psdp::mp::loadValue(c.dtype, &recv[k][i * esz]) != want) bad = i;
+    }
+    std::string what = std::string(c.scatter ? "reduce-scatter " : "all-reduce ") + psdp::mp::dtypeName(c.dtype) + " " +
+                       psdp::mp::opName(c.op) + " count " + std::to_string(c.count) + " outstanding with others";
+    if (bad != c.count) {
+      what += ": element " + std::to_string(bad) + " is " + psdp::mp::formatValue(c.dtype, &recv[k][bad * esz]);
+    }
+    g_report.check(w == PSDP_SUCCESS && bad == c.count, what + ": " + why(comm, w));
+    if (req[k]) g_report.check(psdp_request_free(req[k]) == PSDP_SUCCESS, "free mixed-dtype request");
+    if (c.op == Op::kPremulSum) g_report.check(psdp_op_destroy(comm, ops[k]) == PSDP_SUCCESS, "destroy op");
+  }
+}
+
 // test() alone completes a request: the progress thread, or test itself in caller mode, moves it.
 void runTestPolling(psdp_comm_h comm) {
   const size_t n = (1u << 20) + 3;
@@ -194,6 +256,7 @@ int main() {
   psdp_status_t s = PSDP_SUCCESS;
   runBroadcastMatrix(comm);
   runMixedOutstanding(comm);
+  runMixedDtypesOutstanding(comm);
   runTestPolling(comm);
   runPendingRequest(comm);
   runBadInput(comm);

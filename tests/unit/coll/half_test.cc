@@ -30,8 +30,11 @@ TEST(HalfTest, Fp16WideningIsExactForEveryPattern) {
     float got = fp16ToFloat(static_cast<uint16_t>(h));
     float want = fp16Reference(static_cast<uint16_t>(h));
     if (std::isnan(want)) {
-      ASSERT_TRUE(std::isnan(got)) << std::hex << h;
-      ASSERT_EQ(std::signbit(got), (h & 0x8000) != 0) << std::hex << h;
+      // Widening keeps the sign and payload and makes the NaN quiet (as F16C does); narrowing back then
+      // gives the pattern with its quiet bit set.
+      uint32_t bits = std::bit_cast<uint32_t>(got);
+      ASSERT_EQ(bits, (static_cast<uint32_t>(h & 0x8000) << 16) | 0x7fc00000u | ((h & 0x3ffu) << 13)) << std::hex << h;
+      ASSERT_EQ(floatToFp16(got), h | 0x0200) << std::hex << h;
       continue;
     }
     ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want)) << std::hex << h;
@@ -96,10 +99,12 @@ TEST(HalfTest, Fp16OverflowUnderflowAndSpecials) {
   EXPECT_EQ(floatToFp16(-0x1p-26f), 0x8000);   // underflow keeps the sign
   EXPECT_EQ(floatToFp16(std::numeric_limits<float>::denorm_min()), 0x0000);
   EXPECT_EQ(floatToFp16(-0.0f), 0x8000);
-  uint16_t nan = floatToFp16(std::numeric_limits<float>::quiet_NaN());
-  EXPECT_TRUE((nan & 0x7c00) == 0x7c00 && (nan & 0x3ff) != 0);
-  uint16_t neg_nan = floatToFp16(-std::numeric_limits<float>::quiet_NaN());
-  EXPECT_EQ(neg_nan & 0x8000, 0x8000);
+  // A NaN keeps its sign and top payload bits and is forced quiet, as vcvtps2ph does.
+  EXPECT_EQ(floatToFp16(std::numeric_limits<float>::quiet_NaN()), 0x7e00);
+  EXPECT_EQ(floatToFp16(-std::numeric_limits<float>::quiet_NaN()), 0xfe00);
+  EXPECT_EQ(floatToFp16(std::bit_cast<float>(0x7f802001u)), 0x7e01);  // signalling, payload in the top bits
+  EXPECT_EQ(floatToFp16(std::bit_cast<float>(0x7f800001u)), 0x7e00);  // payload below fp16's: still a NaN
+  EXPECT_EQ(floatToFp16(std::bit_cast<float>(0xffffffffu)), 0xffff);
   EXPECT_TRUE(std::isinf(fp16ToFloat(0x7c00)));
   EXPECT_TRUE(std::isnan(fp16ToFloat(0x7e00)));
   EXPECT_EQ(fp16ToFloat(0x0001), 0x1p-24f);
