@@ -33,8 +33,10 @@ CollEngine::~CollEngine() {
 
 Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask> task) {
   std::shared_ptr<Request> request(new Request(std::move(task)));
+  Status lost = transport_.failure();
   {
     std::lock_guard lock(mutex_);
+    if (failure_.isOk() && !lost.isOk()) failure_ = lost;
     if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
     queue_.push_back(request);
   }
@@ -99,16 +101,18 @@ void CollEngine::driveOnce(const Deadline* until) {
   if (task.deadline().expired()) {
     Status timeout = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
     task.abandon(timeout);
-    failAll(timeout);
+    failEverything(timeout);
     return;
   }
   // The poll window of test() starts only now: advancing may take longer than the window itself, and the
   // transport must still get its turn.
   Deadline poll = Deadline::after(kTestPollSeconds);
   Status waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, task.deadline()));
-  if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) return;
+  // A lost peer fails the task even when it waits only on healthy ones: they may wait on the lost one.
+  if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) waited = transport_.failure();
+  if (waited.isOk()) return;
   task.abandon(waited);
-  failAll(waited);
+  failEverything(waited.withContext(task.describe()));
 }
 
 bool CollEngine::advanceQueue() {
@@ -122,7 +126,7 @@ bool CollEngine::advanceQueue() {
     }
     Result<coll::Progress> progress = task.advance();
     if (!progress.isOk()) {
-      failAll(progress.status());
+      failEverything(progress.status());
       return true;
     }
     if (progress.value() == coll::Progress::kBlocked) return moved;
@@ -146,6 +150,11 @@ void CollEngine::complete(const std::shared_ptr<Request>& request, const Status&
     request->done_.store(true, std::memory_order_release);
   }
   done_cv_.notify_all();
+}
+
+void CollEngine::failEverything(const Status& status) {
+  transport_.fail(status);
+  failAll(status);
 }
 
 // The head carries the error itself; the requests behind it never started and say why they failed.

@@ -61,7 +61,8 @@ class CollEngine {
   CollEngine(const CollEngine&) = delete;
   CollEngine& operator=(const CollEngine&) = delete;
 
-  // Queues `task` behind the ones posted before. Errors: the engine's failure.
+  // Queues `task` behind the ones posted before. Errors: the engine's failure, or the transport's (a peer
+  // lost while nothing was running).
   Result<std::shared_ptr<Request>> post(std::unique_ptr<coll::CollTask> task);
 
   // Never blocks (in caller mode it drives progress for a few microseconds at most). True once done.
@@ -84,6 +85,9 @@ class CollEngine {
   bool advanceQueue();
   std::shared_ptr<Request> head();
   void complete(const std::shared_ptr<Request>& request, const Status& status);
+  // A fatal error: the transport is failed first (fail-stop), so that no transfer still references a
+  // caller's buffer when the requests complete, then every queued request completes with `status`.
+  void failEverything(const Status& status);
   void failAll(const Status& status);
   spdlog::logger& log() const { return log_ ? *log_ : processLog(); }
 

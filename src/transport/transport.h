@@ -83,6 +83,16 @@ class Transport {
   // callers loop. Errors: timeout, and any fatal backend error.
   virtual Status waitEvents(uint32_t seen, const Deadline& deadline) = 0;
 
+  // Fail-stop, for users that cannot go on once any rank is lost (a communicator's collectives): peers are
+  // told `reason` (best effort), every pending operation completes with it (receives are canceled, sends
+  // failed by closing the endpoints) and every later post returns it. When it returns, every completion
+  // is written and no receive remains posted. Thread-safe; later calls keep the first reason.
+  virtual void fail(const Status& reason) = 0;
+  // The first failure: a peer's (remote error naming it, as soon as it is known even if no operation
+  // involves that peer) or fail()'s reason; ok while every peer is healthy. Waiters are woken
+  // (eventCount() changes) when it is first set. Thread-safe.
+  virtual Status failure() const = 0;
+
   // Flushes every endpoint and closes it, then stops the progress thread. Call once, after every
   // operation has completed. Blocks up to the deadline.
   virtual Status close(const Deadline& deadline) = 0;

@@ -7,12 +7,15 @@ import re
 import sys
 from pathlib import Path
 
+# What every backend may share besides the interface: helpers that know no backend.
+TRANSPORT_SHARED = ["transport/transport.h", "transport/process_identity.h", "transport/peer_liveness.h"]
+
 # room -> rooms (path prefixes under src/) it may include, itself included.
 ALLOWED = {
     "base": ["base/"],
-    "transport": ["base/", "transport/transport.h"],
-    "transport/ucx": ["base/", "transport/transport.h", "transport/ucx/"],
-    "transport/nccl": ["base/", "transport/transport.h", "transport/nccl/"],
+    "transport": ["base/"] + TRANSPORT_SHARED,
+    "transport/ucx": ["base/", "transport/ucx/"] + TRANSPORT_SHARED,
+    "transport/nccl": ["base/", "transport/nccl/"] + TRANSPORT_SHARED,
     "transport/registry": ["base/", "transport/"],
     "topo": ["base/", "topo/"],
     "coll": ["base/", "transport/transport.h", "coll/"],

@@ -17,12 +17,16 @@ struct PendingOp {
   PendingOp* next = nullptr;
   void* owner = nullptr;             // the transport, for UCX's static callbacks
   void* request = nullptr;           // UCX's request, once the post call returned one
-  Completion* completion = nullptr;  // null once detached (completed by psdp ahead of UCX)
+  Completion* completion = nullptr;  // null once detached
   Tag tag = 0;
   size_t bytes = 0;
   int peer = -1;
   bool is_recv = false;
   bool finished = false;  // the completion has been written
+  // A peer notice (ucx_transport.cc): accepted at any length up to `bytes`, and not counted as outstanding
+  // work, so that the notice receives always posted do not keep the progress thread spinning.
+  bool is_notice = false;
+  bool detached = false;  // completed by psdp ahead of UCX (transport failure, close); UCX may still call back
 };
 
 // Intrusive, circular, doubly linked list with a sentinel: O(1) insert and unlink, no allocation.

@@ -2,9 +2,17 @@
 
 #include <ucp/api/ucp.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <mutex>
+#include <string_view>
+#include <span>
+#include <string>
 #include <utility>
 
+#include "transport/peer_liveness.h"
+#include "transport/process_identity.h"
 #include "transport/ucx/ucx_context.h"
 #include "transport/ucx/ucx_endpoint.h"
 #include "transport/ucx/ucx_event_counter.h"
@@ -21,10 +29,25 @@ namespace {
 constexpr int kMaxRanks = 1 << (64 - kTagBits);
 constexpr ucp_tag_t kFullTagMask = ~ucp_tag_t{0};
 constexpr Tag kWireupTag = kReservedTagBit;
+// Notices between transports, one per peer and direction at most: "bye" from a peer that closes normally
+// (its process exiting afterwards is then no failure), or "fail:<reason>" from a peer that fail-stops, so
+// that every rank learns the root cause rather than a reset connection.
+constexpr Tag kNoticeTag = kReservedTagBit | 1;
+constexpr size_t kNoticeBytes = 512;
+constexpr std::string_view kByeNotice = "bye";
+constexpr std::string_view kFailNotice = "fail:";
+// How many progress calls a dead peer's messages get to arrive before its death is judged: what it sent
+// before exiting is already in shared memory or a socket buffer.
+constexpr int kDrainPolls = 64;
+// How long a failing transport lets its notices leave before it closes the endpoints under them.
+constexpr double kNoticeFlushSeconds = 0.1;
 // The destructor's forced shutdown of a transport that was never closed.
 constexpr double kAbortSeconds = 2.0;
 // PendingOps preallocated per transport (and per growth step): enough for a window of chunks to every peer.
 constexpr size_t kOpSlab = 256;
+// Progress calls between two looks at the peers' pidfds (a poll() of about a microsecond): a dead peer is
+// seen within a millisecond or so while spinning, at once while sleeping (the pidfds are in the poll set).
+constexpr int kLivenessPolls = 1024;
 
 ucp_tag_t wireTag(int sender, Tag tag) {
   return (static_cast<ucp_tag_t>(sender) << kTagBits) | tag;
@@ -47,10 +70,15 @@ class UcxTransport final : public Transport {
   Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) override;
   uint32_t eventCount() const override { return events_.value(); }
   Status waitEvents(uint32_t seen, const Deadline& deadline) override;
+  void fail(const Status& reason) override;
+  Status failure() const override;
   Status close(const Deadline& deadline) override;
 
  private:
   enum class State { kCreating, kCreated, kConnected, kClosed };
+
+  // How a peer's failure became known.
+  enum class Cause { kExited, kTransport, kNotice };
 
   // Everything psdp knows about one peer. The error callback may run on UCX's async thread, so what it
   // writes is atomic; the rest is guarded by the worker lock.
@@ -61,6 +89,21 @@ class UcxTransport final : public Transport {
     std::atomic<bool> failed{false};
     std::atomic<int> failure{UCS_OK};  // the ucs_status_t UCX reported
     bool failure_handled = false;
+    // Set by psdp's own detection (the peer's process exited) or by fail(), under the worker lock: UCX does
+    // not know, so its sends are failed by force-closing the endpoint, and completions carry this status.
+    Status status;
+    bool close_endpoint = false;
+    // This rank's receive for the peer's notice, and the send of ours.
+    Completion notice_in;
+    std::array<char, kNoticeBytes> notice_text{};
+    size_t notice_length = 0;
+    Completion notice_out;
+    std::string notice_out_text;
+    // GUARDED_BY(the worker lock): the peer closed normally; then it exited with nothing left to do here.
+    bool said_bye = false;
+    bool departed = false;
+    bool announce = true;  // log its failure when handled
+    Cause cause = Cause::kTransport;
   };
 
   explicit UcxTransport(const TransportParams& params);
@@ -77,19 +120,33 @@ class UcxTransport final : public Transport {
   void onDone(PendingOp* op, void* request, ucs_status_t status, size_t length);
   Status opStatus(const PendingOp& op, ucs_status_t status, size_t length) const;
   Status peerFailedStatus(int peer) const;
+  Status checkPeerUsable(int peer) const;
 
   static void onSendDone(void* request, ucs_status_t status, void* user_data);
   static void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data);
   static void onPeerError(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   void afterProgress();
+  void checkLiveness();
+  // `announce`: log the peer's failure (fail() logs its reason once instead, not once per peer).
+  void markFailed(Peer& peer, const Status& status, Cause cause, bool announce = true);
   void handleFailures();
+  void handlePeerFailure(int peer);
+  void recordFailure(const Status& status);
   void cancelRecvs(Peer& peer);
 
   Status exchangeWireup(const Deadline& deadline);
+  PendingOp* acquireNoticeOp(int peer, size_t bytes, bool is_recv, Completion* completion);
+  Status postNoticeRecvs();
+  void cancelNoticeRecvs();
+  void sendNotices(std::string_view text);
+  void readNotices();
+  void flushNotices(const Deadline& deadline);
+  void drainBeforeJudging();
   void logLanes();
   Status shutdown(bool force, const Deadline& deadline);
   void detachLeftovers();
+  void detach(PendingOp* op, const Status& status);
 
   const int rank_;
   const int nranks_;
@@ -106,6 +163,10 @@ class UcxTransport final : public Transport {
   std::unique_ptr<WorkerLoop> loop_;
   std::unique_ptr<Peer[]> peers_;
   std::atomic<bool> failure_pending_{false};
+  PeerLiveness liveness_;  // GUARDED_BY(the worker lock)
+  mutable std::mutex failure_mutex_;
+  Status failure_;  // GUARDED_BY(failure_mutex_)
+  int liveness_countdown_ = kLivenessPolls;
   // connect()'s exchange: recvs then sends, one per rank. Members, so that a wire-up abandoned at its
   // deadline still has somewhere to complete.
   std::unique_ptr<Completion[]> wireup_;
@@ -154,9 +215,15 @@ Status UcxTransport::init(const UcxOptions& options) {
   return Status::ok();
 }
 
+// The process identity goes in front of the worker address, so that peers on this host can watch this
+// process (peer_liveness.h).
 Result<std::vector<std::byte>> UcxTransport::localAddress() {
   if (state_ == State::kClosed) return Status::invalidUsage("ucx transport is closed");
-  return address_;
+  std::vector<std::byte> address;
+  address.reserve(ProcessIdentity::kEncodedBytes + address_.size());
+  ProcessIdentity::self().encode(address);
+  address.insert(address.end(), address_.begin(), address_.end());
+  return address;
 }
 
 // ---- connect --------------------------------------------------------------------------------------------
@@ -169,15 +236,117 @@ Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresse
   {
     auto lock = loop_->lockForPost();
     for (int r = 0; r < nranks_; ++r) {
-      if (addresses[r].empty()) return Status::invalidArgument("ucx transport: empty address of rank {}", r);
-      PSDP_ASSIGN_OR_RETURN(peers_[r].ep,
-                            UcxEndpoint::create(worker_.get(), addresses[r], r, &onPeerError, &peers_[r], log_));
+      std::span<const std::byte> address(addresses[r]);
+      Result<ProcessIdentity> identity = ProcessIdentity::decode(address);
+      if (!identity.isOk() || address.size() == ProcessIdentity::kEncodedBytes) {
+        return Status::invalidArgument("ucx transport: the address of rank {} ({} bytes) is not a psdp ucx address",
+                                       r, address.size());
+      }
+      // Watched before the wire-up below, which proves that the watched process is the one that answers.
+      PSDP_RETURN_IF_ERROR(liveness_.watch(r, identity.value()));
+      PSDP_ASSIGN_OR_RETURN(
+          peers_[r].ep, UcxEndpoint::create(worker_.get(), address.subspan(ProcessIdentity::kEncodedBytes), r,
+                                            &onPeerError, &peers_[r], log_));
     }
+    loop_->setWatchedFdsLocked(liveness_.activeFds());
   }
   state_ = State::kConnected;
   PSDP_RETURN_IF_ERROR(exchangeWireup(deadline));
+  PSDP_RETURN_IF_ERROR(postNoticeRecvs());
   logLanes();
   return Status::ok();
+}
+
+// Like beginOp, but not counted as outstanding work.
+PendingOp* UcxTransport::acquireNoticeOp(int peer, size_t bytes, bool is_recv, Completion* completion) {
+  PendingOp* op = ops_.acquire();
+  op->owner = this;
+  op->completion = completion;
+  op->tag = kNoticeTag;
+  op->bytes = bytes;
+  op->peer = peer;
+  op->is_recv = is_recv;
+  op->is_notice = true;
+  peers_[peer].pending.pushBack(op);
+  return op;
+}
+
+Status UcxTransport::postNoticeRecvs() {
+  auto lock = loop_->lockForPost();
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_) continue;
+    Peer& peer = peers_[r];
+    peer.notice_in.reset();
+    PendingOp* op = acquireNoticeOp(r, peer.notice_text.size(), /*is_recv=*/true, &peer.notice_in);
+    ucp_request_param_t param = opParam(op);
+    param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    param.cb.recv = &onRecvDone;
+    PSDP_RETURN_IF_ERROR(endPost(op, ucp_tag_recv_nbx(worker_.get(), peer.notice_text.data(), peer.notice_text.size(),
+                                                      wireTag(r, kNoticeTag), kFullTagMask, &param)));
+  }
+  return Status::ok();
+}
+
+// Best effort, under the worker lock: a notice that cannot be posted (the peer already failed) is skipped.
+void UcxTransport::sendNotices(std::string_view text) {
+  for (int r = 0; r < nranks_; ++r) {
+    Peer& peer = peers_[r];
+    if (r == rank_ || peer.failed.load(std::memory_order_acquire) || !peer.ep.isOpen()) continue;
+    peer.notice_out_text.assign(text.substr(0, kNoticeBytes));
+    peer.notice_out.reset();
+    PendingOp* op = acquireNoticeOp(r, peer.notice_out_text.size(), /*is_recv=*/false, &peer.notice_out);
+    ucp_request_param_t param = opParam(op);
+    param.cb.send = &onSendDone;
+    Status posted = endPost(op, ucp_tag_send_nbx(peer.ep.get(), peer.notice_out_text.data(),
+                                                 peer.notice_out_text.size(), wireTag(rank_, kNoticeTag), &param));
+    if (!posted.isOk()) {
+      peer.notice_out_text.clear();
+      log_->debug("notice to peer {} not sent: {}", r, posted.toString());
+    }
+  }
+}
+
+// Under the worker lock: progresses until every notice sent has left, or the deadline.
+void UcxTransport::flushNotices(const Deadline& deadline) {
+  auto sent = [&] {
+    for (int r = 0; r < nranks_; ++r) {
+      if (r != rank_ && !peers_[r].notice_out_text.empty() && !peers_[r].notice_out.isDone()) return false;
+    }
+    return true;
+  };
+  while (!sent() && !deadline.expired()) ucp_worker_progress(worker_.get());
+}
+
+// Under the worker lock. A notice is read once; its receive is not posted again.
+void UcxTransport::readNotices() {
+  for (int r = 0; r < nranks_; ++r) {
+    Peer& peer = peers_[r];
+    if (r == rank_ || !peer.notice_in.isDone() || !peer.notice_in.status.isOk()) continue;
+    std::string_view text(peer.notice_text.data(), std::min(peer.notice_length, peer.notice_text.size()));
+    peer.notice_in.status = Status::aborted("notice read");  // consumed
+    if (text == kByeNotice) {
+      peer.said_bye = true;
+      log_->debug("peer {} closed its transport", r);
+    } else if (text.starts_with(kFailNotice)) {
+      text.remove_prefix(kFailNotice.size());
+      markFailed(peer, Status::remote("peer {} failed: {}", r, text), Cause::kNotice);
+    }
+  }
+}
+
+void UcxTransport::cancelNoticeRecvs() {
+  for (int r = 0; r < nranks_; ++r) {
+    peers_[r].pending.forEach([this](PendingOp* op) {
+      if (op->is_notice && op->is_recv && op->request != nullptr) ucp_request_cancel(worker_.get(), op->request);
+    });
+  }
+}
+
+// Lets messages a dead peer sent before exiting arrive (its "bye" among them) before its exit is judged.
+void UcxTransport::drainBeforeJudging() {
+  for (int i = 0; i < kDrainPolls && ucp_worker_progress(worker_.get()) > 0; ++i) {
+  }
+  readNotices();
 }
 
 // UCX wires up endpoints lazily; a message each way completes the handshake (and with it peer error
@@ -285,7 +454,7 @@ Status UcxTransport::postSend(int peer, Tag tag, const void* buf, size_t bytes, 
   completion->reset();
   {
     auto lock = loop_->lockForPost();
-    if (peers_[peer].failed.load(std::memory_order_acquire)) return peerFailedStatus(peer);
+    PSDP_RETURN_IF_ERROR(checkPeerUsable(peer));
     PendingOp* op = beginOp(peer, tag, bytes, /*is_recv=*/false, completion);
     ucp_request_param_t param = opParam(op);
     param.cb.send = &onSendDone;
@@ -301,7 +470,7 @@ Status UcxTransport::postRecv(int peer, Tag tag, void* buf, size_t bytes, Comple
   completion->reset();
   {
     auto lock = loop_->lockForPost();
-    if (peers_[peer].failed.load(std::memory_order_acquire)) return peerFailedStatus(peer);
+    PSDP_RETURN_IF_ERROR(checkPeerUsable(peer));
     PendingOp* op = beginOp(peer, tag, bytes, /*is_recv=*/true, completion);
     ucp_request_param_t param = opParam(op);
     param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
@@ -317,6 +486,13 @@ void UcxTransport::complete(PendingOp* op, ucs_status_t status, size_t length) {
   op->finished = true;
   Completion* completion = op->completion;
   if (completion == nullptr) return;
+  if (op->is_notice) {
+    // Any length fits a notice; the peer's failure, if any, is the transport's business, not this op's.
+    if (op->is_recv) peers_[op->peer].notice_length = length;
+    completion->status = status == UCS_OK ? Status::ok() : Status::aborted("notice receive canceled");
+    completion->done.store(true, std::memory_order_release);
+    return;
+  }
   completion->status = opStatus(*op, status, length);
   completion->done.store(true, std::memory_order_release);
   events_.bump();
@@ -324,7 +500,7 @@ void UcxTransport::complete(PendingOp* op, ucs_status_t status, size_t length) {
 
 void UcxTransport::retire(PendingOp* op) {
   PendingList::unlink(op);
-  loop_->opFinished();
+  if (!op->is_notice && !op->detached) loop_->opFinished();
   ops_.release(op);
 }
 
@@ -364,7 +540,15 @@ Status UcxTransport::opStatus(const PendingOp& op, ucs_status_t status, size_t l
   return ucsStatus(status, fmt::format("{} peer {} tag {:#x}", kind, op.peer, op.tag));
 }
 
+// Under the worker lock.
+Status UcxTransport::checkPeerUsable(int peer) const {
+  if (peers_[peer].failed.load(std::memory_order_acquire)) return peerFailedStatus(peer);
+  if (peers_[peer].departed) return Status::remote("peer {} has closed its transport and exited", peer);
+  return Status::ok();
+}
+
 Status UcxTransport::peerFailedStatus(int peer) const {
+  if (!peers_[peer].status.isOk()) return peers_[peer].status;
   auto status = static_cast<ucs_status_t>(peers_[peer].failure.load(std::memory_order_relaxed));
   return Status::remote("peer {} failed: {}", peer, ucs_status_string(status));
 }
@@ -382,18 +566,122 @@ void UcxTransport::onPeerError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) 
 }
 
 void UcxTransport::afterProgress() {
+  readNotices();
+  checkLiveness();
   handleFailures();
   events_.publish();
 }
 
+void UcxTransport::checkLiveness() {
+  bool woken = loop_->takeWatchedReady();
+  if (--liveness_countdown_ > 0 && !woken) return;
+  liveness_countdown_ = kLivenessPolls;
+  bool exited = false;
+  liveness_.forEachExited([&](int r, uint32_t pid) {
+    exited = true;
+    drainBeforeJudging();
+    Peer& peer = peers_[r];
+    if (peer.said_bye && peer.pending.empty()) {
+      peer.departed = true;
+      log_->debug("peer {} (pid {}) exited after closing its transport", r, pid);
+      return;
+    }
+    markFailed(peer,
+               peer.said_bye ? Status::remote("peer {} closed its transport and exited while operations with it were "
+                                              "still pending here",
+                                              r)
+                             : Status::remote("peer {} failed: its process (pid {} on this host) exited", r, pid),
+               Cause::kExited);
+  });
+  if (exited) loop_->setWatchedFdsLocked(liveness_.activeFds());
+}
+
+// Under the worker lock. handleFailures() does the rest.
+void UcxTransport::markFailed(Peer& peer, const Status& status, Cause cause, bool announce) {
+  if (peer.failed.load(std::memory_order_acquire)) return;
+  peer.status = status;
+  peer.cause = cause;
+  peer.announce = announce;
+  peer.close_endpoint = true;
+  peer.failure.store(UCS_ERR_CONNECTION_RESET, std::memory_order_relaxed);
+  peer.failed.store(true, std::memory_order_release);
+  failure_pending_.store(true, std::memory_order_release);
+}
+
+void UcxTransport::recordFailure(const Status& status) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (!failure_.isOk()) return;
+    failure_ = status;
+  }
+  // Wakes whoever waits for events, so that it sees the failure even if none of its operations involve
+  // the failed peer.
+  events_.bump();
+}
+
+void UcxTransport::fail(const Status& reason) {
+  recordFailure(reason);
+  {
+    auto lock = loop_->lockForPost();
+    if (state_ != State::kConnected) return;
+    // Before the endpoints close: peers then fail with this reason instead of a reset connection.
+    sendNotices(std::string(kFailNotice) + fmt::format("rank {}: {}", rank_, reason.message()));
+    flushNotices(Deadline::after(kNoticeFlushSeconds));
+    log_->debug("transport failed: {}", reason.toString());
+    for (int r = 0; r < nranks_; ++r) markFailed(peers_[r], reason, Cause::kTransport, /*announce=*/false);
+    handleFailures();
+    // UCX 1.13's forced close does not complete sends still in a rendezvous handshake. They only read the
+    // caller's buffer, so completing them here is safe; UCX frees its requests with the worker.
+    for (int r = 0; r < nranks_; ++r) {
+      peers_[r].pending.forEach([&](PendingOp* op) {
+        if (!op->is_notice) detach(op, op->is_recv ? reason : reason.withContext(fmt::format("send to peer {}", r)));
+      });
+    }
+    events_.publish();
+  }
+  loop_->signal();
+}
+
+Status UcxTransport::failure() const {
+  std::lock_guard lock(failure_mutex_);
+  return failure_;
+}
+
 void UcxTransport::handleFailures() {
   if (!failure_pending_.exchange(false, std::memory_order_acq_rel)) return;
-  for (int r = 0; r < nranks_; ++r) {
-    Peer& peer = peers_[r];
-    if (!peer.failed.load(std::memory_order_acquire) || peer.failure_handled) continue;
-    peer.failure_handled = true;
-    log_->warn("peer {} failed: {}", r, ucs_status_string(static_cast<ucs_status_t>(peer.failure.load())));
+  // A connection reset may be the peer's normal exit after its "bye", or the echo of another peer's death
+  // that its own notice explains better: let what already arrived be read first.
+  drainBeforeJudging();
+  liveness_countdown_ = 1;
+  checkLiveness();
+  // The likeliest root cause first, so that failure() names it when several are known at once: a process
+  // that exited explains the resets and the notices of the others, and a reset explains a notice.
+  for (Cause cause : {Cause::kExited, Cause::kTransport, Cause::kNotice}) {
+    for (int r = 0; r < nranks_; ++r) {
+      if (peers_[r].cause == cause) handlePeerFailure(r);
+    }
+  }
+}
+
+void UcxTransport::handlePeerFailure(int r) {
+  Peer& peer = peers_[r];
+  if (!peer.failed.load(std::memory_order_acquire) || peer.failure_handled) return;
+  peer.failure_handled = true;
+  if (peer.said_bye && peer.pending.empty() && peer.status.isOk()) {
+    peer.departed = true;
+    return;
+  }
+  {
+    Status status = peerFailedStatus(r);
+    if (peer.announce) log_->warn("{}", status.message());
+    recordFailure(status);
     cancelRecvs(peer);
+    if (peer.close_endpoint) {
+      // UCX still believes the endpoint healthy; closing it fails the sends it holds (their completions
+      // then report the peer's failure through opStatus).
+      Status closed = peer.ep.close(/*force=*/true, Deadline::after(kAbortSeconds));
+      if (!closed.isOk()) log_->debug("endpoint to failed peer {}: {}", r, closed.toString());
+    }
   }
 }
 
@@ -420,12 +708,18 @@ Status UcxTransport::waitEvents(uint32_t seen, const Deadline& deadline) {
 
 Status UcxTransport::close(const Deadline& deadline) {
   if (state_ == State::kClosed) return Status::invalidUsage("ucx transport closed twice");
+  if (state_ == State::kConnected) {
+    // The flush in shutdown() delivers it: peers then take this process's exit for the normal end it is.
+    auto lock = loop_->lockForPost();
+    sendNotices(kByeNotice);
+  }
   return shutdown(/*force=*/false, deadline);
 }
 
 UcxTransport::~UcxTransport() {
   if (state_ == State::kClosed || state_ == State::kCreating) return;
-  log_->warn("ucx transport destroyed without close, aborting its operations");
+  // After a failure that is the normal way out; otherwise the owner forgot close().
+  if (failure().isOk()) log_->warn("ucx transport destroyed without close, aborting its operations");
   (void)shutdown(/*force=*/true, Deadline::after(kAbortSeconds));
 }
 
@@ -433,6 +727,7 @@ UcxTransport::~UcxTransport() {
 // progress it without the lock (UcxEndpoint::close does).
 Status UcxTransport::shutdown(bool force, const Deadline& deadline) {
   progress_thread_.reset();
+  cancelNoticeRecvs();
   Status result;
   if (loop_->outstanding() > 0) {
     log_->warn("closing with {} operations pending, canceling recvs", loop_->outstanding());
@@ -464,16 +759,27 @@ Status UcxTransport::shutdown(bool force, const Deadline& deadline) {
 void UcxTransport::detachLeftovers() {
   for (int r = 0; r < nranks_; ++r) {
     peers_[r].pending.forEach([this](PendingOp* op) {
-      log_->warn("{} peer {} tag {:#x} still pending after close", op->is_recv ? "recv from" : "send to", op->peer,
-                 op->tag);
-      op->completion->status = Status::aborted("operation abandoned by close");
-      op->completion->done.store(true, std::memory_order_release);
-      events_.bump();
-      op->completion = nullptr;
-      // The op stays allocated (UCX may still call back with it) but leaves the peer's list.
-      PendingList::unlink(op);
+      if (!op->is_notice) {
+        log_->warn("{} peer {} tag {:#x} still pending after close", op->is_recv ? "recv from" : "send to", op->peer,
+                   op->tag);
+      }
+      detach(op, Status::aborted("operation abandoned by close"));
     });
   }
+}
+
+// Completes the op's caller now. The op stays allocated, since UCX may still call back with it (onDone
+// then only frees it), but leaves its peer's list and the outstanding count.
+void UcxTransport::detach(PendingOp* op, const Status& status) {
+  if (op->completion != nullptr) {
+    op->completion->status = status;
+    op->completion->done.store(true, std::memory_order_release);
+    events_.bump();
+    op->completion = nullptr;
+  }
+  PendingList::unlink(op);
+  if (!op->is_notice && !op->detached) loop_->opFinished();
+  op->detached = true;
 }
 
 }  // namespace

@@ -10,9 +10,15 @@
 // - send/recv that return an error have not posted anything and leave the completion unwritten.
 // - Shared memory: UCX 1.13 offers posix/sysv to endpoints with peer error handling only when they are
 //   told to advertise it; psdp turns that on unless UCX_POSIX_ERROR_HANDLING or UCX_SYSV_ERROR_HANDLING is
-//   set. A dead peer on shared memory is then found only by UCX's keepalive (a process-liveness check every
-//   UCX_KEEPALIVE_INTERVAL, 20 s by default), and never for ranks inside one process; over TCP a dead
-//   peer is found as soon as its sockets close.
+//   set. UCX itself then finds a dead peer on shared memory only by its keepalive (every
+//   UCX_KEEPALIVE_INTERVAL, 20 s by default), so psdp watches the processes of peers on the same host
+//   itself (pidfds, peer_liveness.h; the process identity travels in front of the worker address): a
+//   peer's death is seen within about a millisecond. Over TCP a dead peer is found as soon as its sockets
+//   close.
+// - Notices: a transport that closes tells its peers ("bye"), so that its process exiting afterwards is
+//   not taken for a failure; one that fail-stops (fail()) tells them why, so that they fail with the root
+//   cause instead of a reset connection. Messages a dead peer sent before it exited are drained before
+//   its death is judged.
 // - CMA: with peer error handling UCX 1.13 uses CMA's single-copy rendezvous only if CMA advertises memory
 //   invalidation, which it does only with UCX_CMA_MEMORY_INVALIDATE=y; psdp sets it unless the user set
 //   that variable or UCX_TLS excludes cma (why this is safe: ucx_context.cc), and only with a progress

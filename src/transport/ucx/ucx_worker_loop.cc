@@ -16,7 +16,19 @@ Result<std::unique_ptr<WorkerLoop>> WorkerLoop::create(ucp_worker_h worker, std:
 }
 
 WorkerLoop::WorkerLoop(ucp_worker_h worker, int event_fd, std::function<void()> after_progress)
-    : worker_(worker), event_fd_(event_fd), after_progress_(std::move(after_progress)) {}
+    : worker_(worker), event_fd_(event_fd), after_progress_(std::move(after_progress)) {
+  poll_set_.push_back(pollfd{.fd = event_fd_, .events = POLLIN, .revents = 0});
+}
+
+void WorkerLoop::setWatchedFds(const std::vector<int>& fds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  setWatchedFdsLocked(fds);
+}
+
+void WorkerLoop::setWatchedFdsLocked(const std::vector<int>& fds) {
+  poll_set_.resize(1);
+  for (int fd : fds) poll_set_.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+}
 
 WorkerLoop::PostLock::PostLock(WorkerLoop& loop) {
   loop.posters_waiting_.fetch_add(1, std::memory_order_relaxed);
@@ -44,15 +56,20 @@ void WorkerLoop::signal() {
 void WorkerLoop::sleep(int timeout_ms) {
   sleeping_.store(true, std::memory_order_seq_cst);
   bool armed = false;
+  // A copy taken under the lock: the set changes only at connect, and poll() must run without the lock.
+  // At most a handful of fds; the vector's capacity is reused from sleep to sleep.
+  thread_local std::vector<pollfd> set;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Draining before arming is UCX's contract: the fd only reports events that arrive after the arm.
     if (ucp_worker_progress(worker_) == 0) armed = ucp_worker_arm(worker_) == UCS_OK;
     after_progress_();
+    set = poll_set_;
   }
-  if (armed) {
-    pollfd fd{.fd = event_fd_, .events = POLLIN, .revents = 0};
-    (void)poll(&fd, 1, timeout_ms);
+  if (armed && poll(set.data(), set.size(), timeout_ms) > 0) {
+    for (size_t i = 1; i < set.size(); ++i) {
+      if (set[i].revents != 0) watched_ready_.store(true, std::memory_order_release);
+    }
   }
   sleeping_.store(false, std::memory_order_relaxed);
 }

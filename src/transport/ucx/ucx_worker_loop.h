@@ -14,6 +14,7 @@
 // signal either makes ucp_worker_arm return BUSY or wakes the poll.
 #pragma once
 
+#include <poll.h>
 #include <ucp/api/ucp.h>
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "base/deadline.h"
 #include "base/status.h"
@@ -68,9 +70,17 @@ class WorkerLoop {
   // Wakes a sleeper unconditionally (stop requests, peer failures reported from another thread).
   void signal();
 
-  // Progresses once more and, if that found nothing, arms the worker and polls its event fd for up to
-  // timeout_ms (-1: until an event or a signal).
+  // Progresses once more and, if that found nothing, arms the worker and polls its event fd (and the
+  // watched fds) for up to timeout_ms (-1: until an event or a signal).
   void sleep(int timeout_ms);
+
+  // Fds that also end a sleep when they become readable (pidfds of peers, see peer_liveness.h). The owner
+  // removes an fd once it has handled it: a readable fd left in the set would end every sleep at once.
+  // The Locked form is for the after-progress hook, which runs under the lock.
+  void setWatchedFds(const std::vector<int>& fds);
+  void setWatchedFdsLocked(const std::vector<int>& fds);
+  // Whether a watched fd ended a sleep since the last call.
+  bool takeWatchedReady() { return watched_ready_.exchange(false, std::memory_order_acq_rel); }
 
   // Caller-mode driving: progresses until done() holds, spinning kSpinPolls empty polls between sleeps on
   // the event fd. Returns false once the deadline passes with done() still false.
@@ -85,7 +95,9 @@ class WorkerLoop {
   int event_fd_;  // owned by the worker
   std::function<void()> after_progress_;
   std::mutex mutex_;
+  std::vector<pollfd> poll_set_;  // GUARDED_BY(mutex_): the event fd, then the watched fds
   std::atomic<bool> sleeping_{false};
+  std::atomic<bool> watched_ready_{false};
   std::atomic<uint32_t> posters_waiting_{0};
   std::atomic<uint64_t> outstanding_{0};
 };

@@ -1,0 +1,98 @@
+#include "transport/process_identity.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace psdp::transport {
+namespace {
+
+// "PSPI" and a layout version: an address from another build is refused, not misread.
+constexpr uint32_t kMagic = 0x49505350;
+constexpr uint32_t kVersion = 1;
+
+bool readBootId(std::array<uint8_t, 16>& out) {
+  std::ifstream file("/proc/sys/kernel/random/boot_id");
+  std::string text;
+  if (!(file >> text)) return false;
+  size_t n = 0;
+  for (size_t i = 0; i + 1 < text.size() && n < out.size();) {
+    if (text[i] == '-') {
+      ++i;
+      continue;
+    }
+    if (!std::isxdigit(static_cast<unsigned char>(text[i])) || !std::isxdigit(static_cast<unsigned char>(text[i + 1]))) {
+      return false;
+    }
+    out[n++] = static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16));
+    i += 2;
+  }
+  return n == out.size();
+}
+
+ProcessIdentity readSelf() {
+  ProcessIdentity id;
+  id.pid = static_cast<uint32_t>(getpid());
+  struct stat ns {};
+  if (stat("/proc/self/ns/pid", &ns) == 0) id.pid_namespace = static_cast<uint64_t>(ns.st_ino);
+  if (!readBootId(id.boot_id)) id.boot_id.fill(0);
+  return id;
+}
+
+template <typename T>
+void put(std::vector<std::byte>& out, const T& value) {
+  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), bytes, bytes + sizeof(T));
+}
+
+template <typename T>
+T get(std::span<const std::byte> in, size_t offset) {
+  T value;
+  std::memcpy(&value, in.data() + offset, sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+const ProcessIdentity& ProcessIdentity::self() {
+  // Read once: the pid of a forked child differs, but a communicator never crosses a fork.
+  static const ProcessIdentity id = readSelf();
+  return id;
+}
+
+bool ProcessIdentity::isOtherLocalProcess(const ProcessIdentity& other) const {
+  static constexpr std::array<uint8_t, 16> kUnknown{};
+  return pid != other.pid && pid_namespace != 0 && pid_namespace == other.pid_namespace && boot_id != kUnknown &&
+         boot_id == other.boot_id;
+}
+
+void ProcessIdentity::encode(std::vector<std::byte>& out) const {
+  put(out, kMagic);
+  put(out, kVersion);
+  put(out, pid);
+  put(out, uint32_t{0});
+  put(out, pid_namespace);
+  out.insert(out.end(), reinterpret_cast<const std::byte*>(boot_id.data()),
+             reinterpret_cast<const std::byte*>(boot_id.data()) + boot_id.size());
+}
+
+Result<ProcessIdentity> ProcessIdentity::decode(std::span<const std::byte> in) {
+  if (in.size() < kEncodedBytes) {
+    return Status::invalidArgument("process identity of {} bytes, expected at least {}", in.size(), kEncodedBytes);
+  }
+  if (get<uint32_t>(in, 0) != kMagic || get<uint32_t>(in, 4) != kVersion) {
+    return Status::invalidArgument("not a psdp process identity (magic {:#x}, version {})", get<uint32_t>(in, 0),
+                                   get<uint32_t>(in, 4));
+  }
+  ProcessIdentity id;
+  id.pid = get<uint32_t>(in, 8);
+  id.pid_namespace = get<uint64_t>(in, 16);
+  std::memcpy(id.boot_id.data(), in.data() + 24, id.boot_id.size());
+  return id;
+}
+
+}  // namespace psdp::transport
