@@ -239,6 +239,14 @@ PSDP_API psdp_status_t psdp_comm_finalize(psdp_comm_h comm);
  * Call psdp_comm_finalize first for a clean shutdown. The handle is invalid afterwards. */
 PSDP_API psdp_status_t psdp_comm_destroy(psdp_comm_h comm);
 
+/* Fails the communicator now, for a caller that gives up on it (a watchdog, a signal, an error elsewhere):
+ * every pending or blocked operation of comm completes with PSDP_ERR_ABORTED, every later call on it except
+ * psdp_comm_destroy returns PSDP_ERR_ABORTED, and the peers are told, so that their operations fail with
+ * PSDP_ERR_REMOTE naming this rank instead of waiting for their timeout. Local and non-blocking (it waits
+ * at most ~0.1 s for the notices to leave). Safe from any thread, also while another thread is blocked in
+ * a call on comm; not concurrently with psdp_comm_destroy of comm. Calling it again is harmless. */
+PSDP_API psdp_status_t psdp_comm_abort(psdp_comm_h comm);
+
 PSDP_API psdp_status_t psdp_comm_rank(psdp_comm_h comm, int* rank_p);
 PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
 

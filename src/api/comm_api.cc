@@ -139,6 +139,14 @@ PSDP_API psdp_status_t psdp_comm_destroy(psdp_comm_h comm) {
   });
 }
 
+PSDP_API psdp_status_t psdp_comm_abort(psdp_comm_h comm) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    comm->impl->abort();
+    return Status::ok();
+  });
+}
+
 PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, const psdp_config_t* config,
                                        psdp_comm_h* newcomm_p) {
   return guarded(comm, [&] {

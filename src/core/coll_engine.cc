@@ -74,8 +74,17 @@ WaitResult CollEngine::wait(Request& request, const Deadline& until) {
 }
 
 Status CollEngine::failure() const {
+  Status lost = transport_.failure();
   std::lock_guard lock(mutex_);
-  return failure_;
+  return failure_.isOk() ? lost : failure_;
+}
+
+void CollEngine::abort(const Status& status) {
+  // The transport completes every posted operation with `status` and bumps its event count: a driver
+  // blocked in waitEvents wakes, finds transport_.failure() set and fails the queue (driveOnce).
+  transport_.fail(status);
+  // A background driver idling on work_cv_ with requests still queued (none started yet) is woken too.
+  work_cv_.notify_all();
 }
 
 void CollEngine::threadMain() {

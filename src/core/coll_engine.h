@@ -72,8 +72,12 @@ class CollEngine {
   // the engine independently of `until`.
   WaitResult wait(Request& request, const Deadline& until);
 
-  // OK, or the error that failed the engine.
+  // OK, or the error that failed the engine (or its transport).
   Status failure() const;
+
+  // Fails the transport with `status` and wakes whoever drives the queue, which then completes the queued
+  // requests with it (the driver alone touches tasks, so this never races with an advance). Thread-safe.
+  void abort(const Status& status);
 
  private:
   void threadMain();

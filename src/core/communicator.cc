@@ -132,6 +132,13 @@ Status Communicator::barrier(std::shared_ptr<Request>* request_p) {
   return submit(collectives_->postBarrier(), request_p);
 }
 
+void Communicator::abort() {
+  // Only the engine and the transport are touched: both are thread-safe, while state_ belongs to the
+  // thread making calls, which learns of the abort from the engine (checkUsable, or its operation's status).
+  if (!engine_) return;
+  engine_->abort(Status::aborted("rank {} aborted the communicator (psdp_comm_abort)", rank_));
+}
+
 Status Communicator::finalize() {
   PSDP_RETURN_IF_ERROR(checkUsable("finalize"));
   // The barrier makes sure no peer still expects data from us before our endpoints close; queued behind

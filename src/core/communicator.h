@@ -66,6 +66,11 @@ class Communicator {
   // Waits for every rank (barrier), then flushes and closes the transport. Only destruction may follow.
   Status finalize();
 
+  // psdp_comm_abort: fails the transport with an aborted status (peers are told); whoever drives the
+  // operations then completes them with it. Thread-safe, also against a blocked collective of this
+  // communicator; not against destruction. A no-op after finalize().
+  void abort();
+
   // This communicator's premul-sum ops (thread-safe table); null once finalized.
   coll::CustomOps* customOps() { return collectives_ ? &collectives_->customOps() : nullptr; }
 

@@ -53,7 +53,7 @@ class PeerLiveness {
   bool pollExited();
 
   std::vector<Watch> watches_;
-  std::vector<int> fds_;  // fds_[i] belongs to watches_[i]
+  std::vector<int> fds_;          // fds_[i] belongs to watches_[i]
   std::vector<pollfd> poll_set_;  // the same fds, ready for poll()
 };
 

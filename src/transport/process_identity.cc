@@ -25,7 +25,8 @@ bool readBootId(std::array<uint8_t, 16>& out) {
       ++i;
       continue;
     }
-    if (!std::isxdigit(static_cast<unsigned char>(text[i])) || !std::isxdigit(static_cast<unsigned char>(text[i + 1]))) {
+    if (!std::isxdigit(static_cast<unsigned char>(text[i])) ||
+        !std::isxdigit(static_cast<unsigned char>(text[i + 1]))) {
       return false;
     }
     out[n++] = static_cast<uint8_t>(std::stoi(text.substr(i, 2), nullptr, 16));

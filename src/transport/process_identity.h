@@ -16,8 +16,8 @@ namespace psdp::transport {
 
 struct ProcessIdentity {
   uint32_t pid = 0;
-  uint64_t pid_namespace = 0;          // inode of /proc/self/ns/pid; 0 when unknown
-  std::array<uint8_t, 16> boot_id{};   // /proc/sys/kernel/random/boot_id; all zero when unknown
+  uint64_t pid_namespace = 0;         // inode of /proc/self/ns/pid; 0 when unknown
+  std::array<uint8_t, 16> boot_id{};  // /proc/sys/kernel/random/boot_id; all zero when unknown
 
   // Bytes of encode()'s output.
   static constexpr size_t kEncodedBytes = 40;

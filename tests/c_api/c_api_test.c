@@ -102,6 +102,7 @@ static void test_handle_arguments(void) {
   CHECK_ERROR(psdp_comm_size(NULL, &value), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
   CHECK_ERROR(psdp_comm_finalize(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
   CHECK_ERROR(psdp_comm_destroy(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  CHECK_ERROR(psdp_comm_abort(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
   CHECK_ERROR(psdp_all_reduce(buf, buf, 4, PSDP_FLOAT32, PSDP_SUM, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL,
               "comm");
   /* A pointer that was never a communicator is refused, not dereferenced. */

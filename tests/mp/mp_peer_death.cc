@@ -13,13 +13,13 @@
 #include <signal.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <thread>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mp_report.h"
@@ -94,9 +94,8 @@ int main(int argc, char** argv) {
   bool any_cause = argc > 3 && std::string(argv[3]) == "--any-cause";
   report.check(any_cause || error.find(victim_name) != std::string::npos,
                "the error names " + victim_name + ": " + error);
-  report.check(seconds < kMaxSecondsToError,
-               "the error came " + std::to_string(seconds) + " s after the call, limit " +
-                   std::to_string(kMaxSecondsToError) + " s");
+  report.check(seconds < kMaxSecondsToError, "the error came " + std::to_string(seconds) + " s after the call, limit " +
+                                                 std::to_string(kMaxSecondsToError) + " s");
   std::printf("rank %d: error %.3f s after the call: %s\n", rank, seconds, error.c_str());
 
   start = Clock::now();

@@ -6,9 +6,9 @@
 #include <array>
 #include <atomic>
 #include <mutex>
-#include <string_view>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "transport/peer_liveness.h"
@@ -239,14 +239,14 @@ Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresse
       std::span<const std::byte> address(addresses[r]);
       Result<ProcessIdentity> identity = ProcessIdentity::decode(address);
       if (!identity.isOk() || address.size() == ProcessIdentity::kEncodedBytes) {
-        return Status::invalidArgument("ucx transport: the address of rank {} ({} bytes) is not a psdp ucx address",
-                                       r, address.size());
+        return Status::invalidArgument("ucx transport: the address of rank {} ({} bytes) is not a psdp ucx address", r,
+                                       address.size());
       }
       // Watched before the wire-up below, which proves that the watched process is the one that answers.
       PSDP_RETURN_IF_ERROR(liveness_.watch(r, identity.value()));
-      PSDP_ASSIGN_OR_RETURN(
-          peers_[r].ep, UcxEndpoint::create(worker_.get(), address.subspan(ProcessIdentity::kEncodedBytes), r,
-                                            &onPeerError, &peers_[r], log_));
+      PSDP_ASSIGN_OR_RETURN(peers_[r].ep,
+                            UcxEndpoint::create(worker_.get(), address.subspan(ProcessIdentity::kEncodedBytes), r,
+                                                &onPeerError, &peers_[r], log_));
     }
     loop_->setWatchedFdsLocked(liveness_.activeFds());
   }
@@ -625,7 +625,7 @@ void UcxTransport::fail(const Status& reason) {
     auto lock = loop_->lockForPost();
     if (state_ != State::kConnected) return;
     // Before the endpoints close: peers then fail with this reason instead of a reset connection.
-    sendNotices(std::string(kFailNotice) + fmt::format("rank {}: {}", rank_, reason.message()));
+    sendNotices(std::string(kFailNotice) + reason.message());
     flushNotices(Deadline::after(kNoticeFlushSeconds));
     log_->debug("transport failed: {}", reason.toString());
     for (int r = 0; r < nranks_; ++r) markFailed(peers_[r], reason, Cause::kTransport, /*announce=*/false);
