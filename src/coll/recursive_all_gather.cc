@@ -12,47 +12,22 @@
 namespace psdp::coll {
 namespace {
 
-class RecursiveAllGather final : public Phase {
+class RecursiveAllGather final : public ExchangeSteps {
  public:
-  RecursiveAllGather(const OpContext& op, const RecursiveAllGatherArgs& args) : op_(op), args_(args), exchange_(op) {
+  RecursiveAllGather(const OpContext& op, const RecursiveAllGatherArgs& args)
+      : ExchangeSteps(op, "recursive-doubling all-gather"), args_(args) {
     while ((1 << steps_) < op.nranks) ++steps_;
   }
 
-  Result<Progress> advance() override;
-  std::string waitingFor() const override { return exchange_.waitingFor("recursive-doubling all-gather", step_); }
-
  private:
-  Status post();
+  Status post() override;
   std::byte* group(int rank) const {
     int first = rank & ~((1 << step_) - 1);
     return args_.output + static_cast<size_t>(first) * args_.block_count * args_.elem_size;
   }
 
-  const OpContext& op_;
   const RecursiveAllGatherArgs& args_;
-  PairExchange exchange_;
-  int steps_ = 0;
-  int step_ = 0;
-  bool posted_ = false;
 };
-
-Result<Progress> RecursiveAllGather::advance() {
-  bool moved = false;
-  while (step_ < steps_) {
-    if (!posted_) {
-      PSDP_RETURN_IF_ERROR(post());
-      posted_ = true;
-      moved = true;
-    }
-    PSDP_ASSIGN_OR_RETURN(bool complete, exchange_.complete());
-    if (!complete) break;
-    ++step_;
-    posted_ = false;
-    moved = true;
-  }
-  if (step_ == steps_) return Progress::kDone;
-  return moved ? Progress::kAdvanced : Progress::kBlocked;
-}
 
 Status RecursiveAllGather::post() {
   int peer = op_.rank ^ (1 << step_);

@@ -27,29 +27,22 @@ struct Step {
 // Fold in and out plus one step per doubling round of at most 2^31 ranks.
 constexpr int kMaxSteps = 34;
 
-class RecursiveAllReduce final : public Phase {
+class RecursiveAllReduce final : public ExchangeSteps {
  public:
-  RecursiveAllReduce(const OpContext& op, const RecursiveAllReduceArgs& args) : op_(op), args_(args), exchange_(op) {
+  RecursiveAllReduce(const OpContext& op, const RecursiveAllReduceArgs& args)
+      : ExchangeSteps(op, "recursive-doubling all-reduce"), args_(args) {
     plan(RecursiveGroup(op.rank, op.nranks));
   }
 
-  Result<Progress> advance() override;
-  std::string waitingFor() const override { return exchange_.waitingFor("recursive-doubling all-reduce", step_); }
-
  private:
   void plan(const RecursiveGroup& group);
-  void add(const Step& step) { steps_[nsteps_++] = step; }
-  Status post();
-  void finish();
+  void add(const Step& step) { plan_[steps_++] = step; }
+  Status post() override;
+  void finish() override;
   size_t bytes() const { return args_.count * args_.elem_size; }
 
-  const OpContext& op_;
   const RecursiveAllReduceArgs& args_;
-  PairExchange exchange_;
-  Step steps_[kMaxSteps];
-  int nsteps_ = 0;
-  int step_ = 0;
-  bool posted_ = false;
+  Step plan_[kMaxSteps];
 };
 
 void RecursiveAllReduce::plan(const RecursiveGroup& group) {
@@ -66,37 +59,18 @@ void RecursiveAllReduce::plan(const RecursiveGroup& group) {
     int peer = group.realRank(partner_v);
     add(Step{.send_peer = peer, .recv_peer = peer, .combine = true, .theirs_low = partner_v < group.vrank});
   }
-  steps_[nsteps_ - 1].finalize = true;
+  plan_[steps_ - 1].finalize = true;
   if (rank < 2 * group.extra) add(Step{.send_peer = rank - 1});
 }
 
-Result<Progress> RecursiveAllReduce::advance() {
-  bool moved = false;
-  while (step_ < nsteps_) {
-    if (!posted_) {
-      PSDP_RETURN_IF_ERROR(post());
-      posted_ = true;
-      moved = true;
-    }
-    PSDP_ASSIGN_OR_RETURN(bool complete, exchange_.complete());
-    if (!complete) break;
-    finish();
-    ++step_;
-    posted_ = false;
-    moved = true;
-  }
-  if (step_ == nsteps_) return Progress::kDone;
-  return moved ? Progress::kAdvanced : Progress::kBlocked;
-}
-
 Status RecursiveAllReduce::post() {
-  const Step& step = steps_[step_];
+  const Step& step = plan_[step_];
   std::byte* recv = step.into_output ? args_.output : op_.staging->slot(0);
   return exchange_.post(step.send_peer, args_.output, bytes(), step.recv_peer, recv, bytes());
 }
 
 void RecursiveAllReduce::finish() {
-  const Step& step = steps_[step_];
+  const Step& step = plan_[step_];
   if (step.combine) {
     const std::byte* theirs = op_.staging->slot(0);
     std::byte* mine = args_.output;

@@ -58,4 +58,23 @@ std::string PairExchange::waitingFor(const char* algorithm, int step) const {
   return fmt::format("{} in {} step {}", text, algorithm, step);
 }
 
+Result<Progress> ExchangeSteps::advance() {
+  bool moved = false;
+  while (step_ < steps_) {
+    if (!posted_) {
+      PSDP_RETURN_IF_ERROR(post());
+      posted_ = true;
+      moved = true;
+    }
+    PSDP_ASSIGN_OR_RETURN(bool complete, exchange_.complete());
+    if (!complete) break;
+    finish();
+    ++step_;
+    posted_ = false;
+    moved = true;
+  }
+  if (step_ == steps_) return Progress::kDone;
+  return moved ? Progress::kAdvanced : Progress::kBlocked;
+}
+
 }  // namespace psdp::coll

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "coll/op_context.h"
+#include "coll/progress_loop.h"
 
 namespace psdp::coll {
 
@@ -43,6 +44,29 @@ class PairExchange {
   const OpContext& op_;
   int send_peer_ = -1;
   int recv_peer_ = -1;
+};
+
+// A recursive algorithm as a Phase: steps_ exchanges run one after the other; post() posts step_'s through
+// exchange_, and finish() consumes it once both of its transfers have completed.
+class ExchangeSteps : public Phase {
+ public:
+  Result<Progress> advance() final;
+  std::string waitingFor() const final { return exchange_.waitingFor(name_, step_); }
+
+ protected:
+  // `name`: the algorithm, for timeout messages ("recursive-doubling all-gather").
+  ExchangeSteps(const OpContext& op, const char* name) : op_(op), exchange_(op), name_(name) {}
+  virtual Status post() = 0;
+  virtual void finish() {}
+
+  const OpContext& op_;
+  PairExchange exchange_;
+  int steps_ = 0;
+  int step_ = 0;
+
+ private:
+  const char* name_;
+  bool posted_ = false;
 };
 
 }  // namespace psdp::coll

@@ -16,19 +16,16 @@
 namespace psdp::coll {
 namespace {
 
-class RecursiveReduceScatter final : public Phase {
+class RecursiveReduceScatter final : public ExchangeSteps {
  public:
   RecursiveReduceScatter(const OpContext& op, const RecursiveReduceScatterArgs& args)
-      : op_(op), args_(args), exchange_(op), window_size_(op.nranks) {
+      : ExchangeSteps(op, "recursive-halving reduce-scatter"), args_(args), window_size_(op.nranks) {
     while ((1 << steps_) < op.nranks) ++steps_;
   }
 
-  Result<Progress> advance() override;
-  std::string waitingFor() const override { return exchange_.waitingFor("recursive-halving reduce-scatter", step_); }
-
  private:
-  Status post();
-  void finish();
+  Status post() override;
+  void finish() override;
 
   // Distance of the current step's partner, and the first block of the half this rank keeps or sends.
   int distance() const { return window_size_ / 2; }
@@ -43,35 +40,11 @@ class RecursiveReduceScatter final : public Phase {
     return op_.staging->slot(0) + static_cast<size_t>(block - work_lo_) * blockBytes();
   }
 
-  const OpContext& op_;
   const RecursiveReduceScatterArgs& args_;
-  PairExchange exchange_;
-  int steps_ = 0;
-  int step_ = 0;
   int window_lo_ = 0;
   int window_size_;
   int work_lo_ = 0;  // the block at the start of slot 0
-  bool posted_ = false;
 };
-
-Result<Progress> RecursiveReduceScatter::advance() {
-  bool moved = false;
-  while (step_ < steps_) {
-    if (!posted_) {
-      PSDP_RETURN_IF_ERROR(post());
-      posted_ = true;
-      moved = true;
-    }
-    PSDP_ASSIGN_OR_RETURN(bool complete, exchange_.complete());
-    if (!complete) break;
-    finish();
-    ++step_;
-    posted_ = false;
-    moved = true;
-  }
-  if (step_ == steps_) return Progress::kDone;
-  return moved ? Progress::kAdvanced : Progress::kBlocked;
-}
 
 Status RecursiveReduceScatter::post() {
   const std::byte* send = partial(sentLo());
