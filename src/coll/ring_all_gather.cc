@@ -15,6 +15,7 @@
 
 #include "coll/progress_loop.h"
 #include "coll/ring_send_stream.h"
+#include "coll/streaming_store.h"
 
 namespace psdp::coll {
 namespace {
@@ -118,7 +119,7 @@ Status RingAllGather::postRecvs() {
 void RingAllGather::copyOwnPiece() {
   if (own_copied_ == own_bytes_) return;
   size_t piece = std::min(own_bytes_ - own_copied_, args_.frag_elems * args_.elem_size);
-  std::memcpy(own_output_ + own_copied_, args_.own + own_copied_, piece);
+  streamingCopy(own_output_ + own_copied_, args_.own + own_copied_, piece);
   own_copied_ += piece;
   moved_ = true;
 }
