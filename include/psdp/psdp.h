@@ -253,8 +253,13 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
 /* ---------------------------------------------------------------------------------------------------
  * Collectives on host memory
  *
- * All ranks call the same collectives with the same count, dtype, op and root, in the same order. `stream`
- * must be NULL (host memory).
+ * All ranks call the same collectives with the same count, dtype, op and root, in the same order. psdp checks
+ * this on every call: each rank's call is compared with every other rank's (a few small messages alongside
+ * the data), so a call that differs anywhere (another collective, count, dtype, op or root, or a call that
+ * one rank skipped) fails with PSDP_ERR_MISMATCH on every rank, the message naming two ranks that disagree
+ * and what each called, and the communicator is then failed. No rank returns success from such a call. As
+ * a consequence every call, count 0 included, completes only once every rank has made it. `stream` must be
+ * NULL (host memory).
  * Blocking (request_p == NULL): returns once this rank's result is in recvbuf, or at the timeout.
  * Nonblocking (request_p != NULL): returns at once with a request; the operation progresses in the
  * background (PSDP_PROGRESS=thread) or inside psdp_request_test/wait (PSDP_PROGRESS=caller). Buffers must

@@ -1,6 +1,7 @@
 // The implementation of Collectives. Every collective is a RingTask: a short list of stages (ring passes,
-// recursive halving/doubling, the barrier) run one after the other; the trivial cases (empty buffers, a
-// single rank) are settled in start(). Blocking calls post a task and drive it here; core's engine drives
+// recursive halving/doubling) run one after the other, alongside the agreement on its header with every
+// other rank (coll/op_header_check.h); the local work of the trivial cases (empty buffers, a
+// single rank) is done in start(). Blocking calls post a task and drive it here; core's engine drives
 // posted ones. The algorithm is chosen at post time (chooseRecursive): recursive halving/doubling for small
 // messages, where the ring's n-1 latencies per pass dominate, the ring otherwise.
 #include "coll/collectives.h"
@@ -10,9 +11,9 @@
 #include <cstring>
 #include <mutex>
 
-#include "coll/barrier.h"
 #include "coll/chain_broadcast.h"
 #include "coll/op_context.h"
+#include "coll/op_header_check.h"
 #include "coll/recursive_collectives.h"
 #include "coll/recursive_exchange.h"
 #include "coll/reduce_kernels.h"
@@ -37,7 +38,6 @@ enum class Stage {
   kReduceScatter,
   kAllGather,
   kBroadcast,
-  kBarrier,
   kRecursiveAllReduce,
   kRecursiveReduceScatter,
   kRecursiveAllGather
@@ -45,7 +45,7 @@ enum class Stage {
 
 // Why an operation runs the algorithm it runs, for the debug log.
 enum class Choice {
-  kRing,            // nothing else implements it (broadcast, barrier)
+  kRing,            // nothing else implements it (broadcast)
   kDeterministic,   // PSDP_DETERMINISTIC=1 fixes the ring
   kForcedRing,      // PSDP_ALGORITHM=ring
   kForcedRhd,       // PSDP_ALGORITHM=rhd
@@ -71,7 +71,8 @@ struct TaskPlan {
   bool recursive = false;
   Choice choice = Choice::kRing;
   size_t bytes = 0;  // the whole buffer, as compared with rhd_max_bytes
-  // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes.
+  // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes. With
+  // several ranks the operation still exchanges its header.
   bool local = false;
   const std::byte* local_src = nullptr;
   std::byte* local_dst = nullptr;
@@ -85,24 +86,34 @@ class RingTask final : public CollTask {
   std::string describe() const override { return op_.describe(); }
   void start(const Deadline& deadline) override;
   Result<Progress> advance() override;
-  std::string waitingFor() const override { return phase_ ? phase_->waitingFor() : "nothing"; }
+  std::string waitingFor() const override;
   void abandon(const Status& status) override;
 
  private:
   std::unique_ptr<Phase> startStage(Stage stage);
+  Result<Progress> advanceStages();
+  Status failed(Status status);
 
   RingCollectives& owner_;
   OpContext op_;
   TaskPlan plan_;
   int next_stage_ = 0;
   std::unique_ptr<Phase> phase_;
-  bool done_ = false;
+  bool stages_done_ = false;
+  bool exchanges_header_ = false;
+  bool header_checked_ = false;
+  OpHeaderCheck header_check_;
+  Status start_error_;  // start() cannot return one; the first advance() does
+  Status data_error_;   // a stage's mismatch, held until the agreement explains it
 };
 
 class RingCollectives final : public Collectives {
  public:
   RingCollectives(transport::Transport& transport, const CollParams& params, StagingPool staging)
-      : Collectives(transport), params_(params), staging_(std::move(staging)) {}
+      : Collectives(transport),
+        params_(params),
+        staging_(std::move(staging)),
+        agreement_(params.context_id, params.nranks) {}
 
   Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                                       psdp_dtype_t dtype, psdp_op_t op) override;
@@ -119,7 +130,7 @@ class RingCollectives final : public Collectives {
   void logStart(const OpContext& op, const TaskPlan& plan) const;
 
  private:
-  OpContext beginOp(const char* kind, size_t count, psdp_dtype_t dtype);
+  OpContext beginOp(OpHeader header);
   std::unique_ptr<CollTask> makeTask(const OpContext& op, const TaskPlan& plan) {
     return std::make_unique<RingTask>(*this, op, plan);
   }
@@ -131,6 +142,7 @@ class RingCollectives final : public Collectives {
   StagingPool staging_;
   CompletionRing sends_{kDepth};
   CompletionRing recvs_{kDepth};
+  AgreementChannel agreement_;
   uint32_t seq_ = 0;
   // Posts (the user's thread) read it while the thread driving tasks (core's engine) may record a failure.
   mutable std::mutex failed_mutex_;
@@ -142,6 +154,11 @@ class RingCollectives final : public Collectives {
 void RingTask::start(const Deadline& deadline) {
   deadline_ = deadline;
   op_.deadline = deadline;
+  if (op_.nranks > 1) {
+    start_error_ = header_check_.post(op_);
+    exchanges_header_ = true;
+  }
+  header_checked_ = !exchanges_header_;
   if (plan_.local) {
     const ReduceKernel& kernel = plan_.reduce.kernel;
     size_t count = plan_.local_bytes / std::max<size_t>(1, plan_.reduce.elem_size);
@@ -152,36 +169,74 @@ void RingTask::start(const Deadline& deadline) {
       copyIfDistinct(plan_.local_dst, plan_.local_src, plan_.local_bytes);
     }
     if (kernel.finalize != nullptr && plan_.local_bytes > 0) kernel.finalize(plan_.local_dst, count, 1);
-    done_ = true;
+    stages_done_ = true;
     return;
   }
   if (plan_.nstages == 0) {
-    done_ = true;
+    stages_done_ = true;
     return;
   }
   owner_.logStart(op_, plan_);
 }
 
+// The agreement is polled first. A message of the wrong size (mismatch from the transport) means the
+// ranks called different things: the agreement is then awaited, since it names both calls.
 Result<Progress> RingTask::advance() {
+  if (!start_error_.isOk()) return failed(start_error_);
   bool moved = false;
-  while (!done_) {
+  if (!header_checked_) {
+    Result<bool> checked = header_check_.poll(op_);
+    if (!checked.isOk()) return failed(checked.status());
+    header_checked_ = moved = checked.value();
+  }
+  if (!data_error_.isOk()) {
+    if (header_checked_) return failed(data_error_);
+    return Progress::kBlocked;
+  }
+  Result<Progress> stages = advanceStages();
+  if (!stages.isOk()) {
+    if (stages.status().code() != PSDP_ERR_MISMATCH || header_checked_) return failed(stages.status());
+    data_error_ = stages.status();
+    return Progress::kAdvanced;
+  }
+  if (stages.value() == Progress::kDone) {
+    if (header_checked_) return Progress::kDone;
+    // Only the header is missing: kBlocked makes the driver wait for it rather than spin.
+    return moved ? Progress::kAdvanced : Progress::kBlocked;
+  }
+  return moved ? Progress::kAdvanced : stages.value();
+}
+
+// kDone here means the stages are done; the task may still wait for its header.
+Result<Progress> RingTask::advanceStages() {
+  bool moved = false;
+  while (!stages_done_) {
     if (!phase_) {
       phase_ = startStage(plan_.stages[next_stage_++]);
       moved = true;
     }
-    Result<Progress> progress = phase_->advance();
-    if (!progress.isOk()) {
-      owner_.fail(op_, progress.status());
-      return progress.status();
-    }
-    if (progress.value() == Progress::kBlocked) return moved ? Progress::kAdvanced : Progress::kBlocked;
+    PSDP_ASSIGN_OR_RETURN(Progress progress, phase_->advance());
+    if (progress == Progress::kBlocked) return moved ? Progress::kAdvanced : Progress::kBlocked;
     moved = true;
-    if (progress.value() == Progress::kDone) {
+    if (progress == Progress::kDone) {
       phase_.reset();
-      done_ = next_stage_ == plan_.nstages;
+      stages_done_ = next_stage_ == plan_.nstages;
     }
   }
   return Progress::kDone;
+}
+
+Status RingTask::failed(Status status) {
+  owner_.fail(op_, status);
+  return status;
+}
+
+std::string RingTask::waitingFor() const {
+  std::string header = exchanges_header_ ? header_check_.waitingFor(op_) : std::string();
+  std::string stage = phase_ ? phase_->waitingFor() : std::string();
+  if (header.empty() && stage.empty()) return "nothing";
+  if (header.empty() || stage.empty()) return header + stage;
+  return header + " and " + stage;
 }
 
 void RingTask::abandon(const Status& status) {
@@ -193,12 +248,11 @@ std::unique_ptr<Phase> RingTask::startStage(Stage stage) {
     case Stage::kReduceScatter: return startRingReduceScatter(op_, plan_.reduce);
     case Stage::kAllGather: return startRingAllGather(op_, plan_.gather);
     case Stage::kBroadcast: return startChainBroadcast(op_, plan_.broadcast);
-    case Stage::kBarrier: return startDisseminationBarrier(op_);
     case Stage::kRecursiveAllReduce: return startRecursiveAllReduce(op_, plan_.recursive_reduce);
     case Stage::kRecursiveReduceScatter: return startRecursiveReduceScatter(op_, plan_.recursive_scatter);
     case Stage::kRecursiveAllGather: return startRecursiveAllGather(op_, plan_.recursive_gather);
   }
-  return startDisseminationBarrier(op_);
+  return nullptr;  // unreachable: every stage is handled above
 }
 
 // ---- RingCollectives -----------------------------------------------------------------------------------
@@ -208,7 +262,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
                                                                      psdp_op_t op_kind) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("reduce-scatter", dtype, op_kind));
-  OpContext op = beginOp("reduce-scatter", recvcount, dtype);
+  OpContext op = beginOp(OpHeader{OpKind::kReduceScatter, 0, recvcount, dtype}.withOp(op_kind));
   const size_t esize = dtypeSize(dtype);
   TaskPlan plan;
   plan.reduce.kernel = kernel;
@@ -248,7 +302,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sen
                                                                  psdp_dtype_t dtype) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   if (dtypeSize(dtype) == 0) return Status::unsupported("all-gather of dtype {}", static_cast<int>(dtype));
-  OpContext op = beginOp("all-gather", sendcount, dtype);
+  OpContext op = beginOp(OpHeader{OpKind::kAllGather, 0, sendcount, dtype});
   const size_t esize = dtypeSize(dtype);
   TaskPlan plan;
   plan.reduce.elem_size = esize;
@@ -280,7 +334,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
                                                                  psdp_dtype_t dtype, psdp_op_t op_kind) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("all-reduce", dtype, op_kind));
-  OpContext op = beginOp("all-reduce", count, dtype);
+  OpContext op = beginOp(OpHeader{OpKind::kAllReduce, 0, count, dtype}.withOp(op_kind));
   const size_t esize = dtypeSize(dtype);
   const auto* input = static_cast<const std::byte*>(sendbuf);
   auto* output = static_cast<std::byte*>(recvbuf);
@@ -321,7 +375,9 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sen
   if (root < 0 || root >= params_.nranks) {
     return Status::invalidArgument("broadcast root {} is outside [0, {})", root, params_.nranks);
   }
-  OpContext op = beginOp("broadcast", count, dtype);
+  OpHeader header{OpKind::kBroadcast, 0, count, dtype};
+  header.root = root;
+  OpContext op = beginOp(header);
   const size_t esize = dtypeSize(dtype);
   TaskPlan plan;
   plan.reduce.elem_size = esize;
@@ -340,11 +396,8 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sen
 
 Result<std::unique_ptr<CollTask>> RingCollectives::postBarrier() {
   PSDP_RETURN_IF_ERROR(checkUsable());
-  OpContext op = beginOp("barrier", 0, PSDP_UINT8);
-  op.has_data = false;
-  TaskPlan plan;
-  if (params_.nranks > 1) plan.stages[plan.nstages++] = Stage::kBarrier;
-  return makeTask(op, plan);
+  // The agreement every operation runs is a dissemination barrier: nothing else to do.
+  return makeTask(beginOp(OpHeader{OpKind::kBarrier}), TaskPlan{});
 }
 
 // A failed operation may have left transfers posted on the shared completions and tag space; running
@@ -355,19 +408,18 @@ Status RingCollectives::checkUsable() const {
   return Status::make(failed_.code(), "collectives unusable after an earlier failure: {}", failed_.message());
 }
 
-OpContext RingCollectives::beginOp(const char* kind, size_t count, psdp_dtype_t dtype) {
+OpContext RingCollectives::beginOp(OpHeader header) {
   OpContext op;
   op.transport = &transport_;
   op.rank = params_.rank;
   op.nranks = params_.nranks;
-  op.seq = seq_++;
-  op.tag = makeTag(params_.context_id, op.seq);
+  op.header = header;
+  op.header.seq = seq_++;
+  op.tag = makeTag(params_.context_id, op.header.seq);
   op.sends = &sends_;
   op.recvs = &recvs_;
   op.staging = &staging_;
-  op.kind = kind;
-  op.count = count;
-  op.dtype = dtype;
+  op.agreement = &agreement_;
   return op;
 }
 
@@ -396,10 +448,6 @@ void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_o
 }
 
 void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan) const {
-  if (!op.has_data) {
-    log().debug("{}: dissemination over {} ranks", op.describe(), params_.nranks);
-    return;
-  }
   // The reason is formatted only when it will be printed: no allocation per operation otherwise.
   if (!log().should_log(spdlog::level::debug)) return;
   std::string why;
@@ -422,7 +470,7 @@ void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan) const 
     return;
   }
   log().debug("{}: ring over {} ranks, fragments of {} elements, {} in flight per direction{}", op.describe(),
-              params_.nranks, fragElems(dtypeSize(op.dtype)), kDepth, why);
+              params_.nranks, fragElems(dtypeSize(op.header.dtype)), kDepth, why);
 }
 
 void RingCollectives::fail(const OpContext& op, const Status& status) {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "coll/collectives.h"
 
 namespace psdp::coll {
 namespace {
@@ -14,11 +13,6 @@ int countPending(CompletionRing& ring, uint64_t begin, uint64_t end) {
 }
 
 }  // namespace
-
-std::string OpContext::describe() const {
-  if (!has_data) return fmt::format("{} #{}", kind, seq);
-  return fmt::format("{} #{} (count {}, {})", kind, seq, count, dtypeName(dtype));
-}
 
 std::string describeRingWait(const OpContext& op, const char* phase, uint64_t recv_begin, uint64_t recv_end,
                              uint64_t send_begin, uint64_t send_end) {

@@ -11,6 +11,8 @@
 #include <string>
 
 #include "base/deadline.h"
+#include "coll/op_header.h"
+#include "coll/op_header_check.h"
 #include "coll/staging_pool.h"
 #include "transport/transport.h"
 
@@ -41,18 +43,16 @@ struct OpContext {
   CompletionRing* recvs = nullptr;
   // Slots [0, depth) take arriving fragments, [depth, 2*depth) hold partial sums being forwarded.
   StagingPool* staging = nullptr;
+  AgreementChannel* agreement = nullptr;
 
-  // For messages: "all-reduce #12 (count 1000, float32)".
-  const char* kind = "";
-  uint32_t seq = 0;
-  size_t count = 0;
-  psdp_dtype_t dtype = PSDP_FLOAT32;
-  bool has_data = true;  // false for the barrier, whose description has no count or dtype
+  // What this rank called, as compared with the neighbours and named in messages.
+  OpHeader header;
 
   int depth() const { return sends->size(); }
   int leftPeer() const { return (rank + nranks - 1) % nranks; }
   int rightPeer() const { return (rank + 1) % nranks; }
-  std::string describe() const;
+  // "all-reduce #12 (count 1000, float32, sum)".
+  std::string describe() const { return header.describe(); }
 };
 
 // The incomplete operations among receives [recv_begin, recv_end) from the left peer and sends

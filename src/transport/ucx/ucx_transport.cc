@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <mutex>
 #include <span>
 #include <string>
@@ -30,12 +31,14 @@ constexpr int kMaxRanks = 1 << (64 - kTagBits);
 constexpr ucp_tag_t kFullTagMask = ~ucp_tag_t{0};
 constexpr Tag kWireupTag = kReservedTagBit;
 // Notices between transports, one per peer and direction at most: "bye" from a peer that closes normally
-// (its process exiting afterwards is then no failure), or "fail:<reason>" from a peer that fail-stops, so
-// that every rank learns the root cause rather than a reset connection.
+// (its process exiting afterwards is then no failure), or "fail:<status code>:<reason>" from a peer that
+// fail-stops, so that every rank learns the root cause rather than a reset connection. A mismatch (ranks
+// that called different collectives) stays a mismatch on every rank; any other reason is a remote error.
 constexpr Tag kNoticeTag = kReservedTagBit | 1;
 constexpr size_t kNoticeBytes = 512;
 constexpr std::string_view kByeNotice = "bye";
 constexpr std::string_view kFailNotice = "fail:";
+constexpr std::string_view kReportedBy = "reported by rank ";
 // How many progress calls a dead peer's messages get to arrive before its death is judged: what it sent
 // before exiting is already in shared memory or a socket buffer.
 constexpr int kDrainPolls = 64;
@@ -51,6 +54,23 @@ constexpr int kLivenessPolls = 1024;
 
 ucp_tag_t wireTag(int sender, Tag tag) {
   return (static_cast<ucp_tag_t>(sender) << kTagBits) | tag;
+}
+
+// The status a peer's "fail:<code>:<reason>" notice (`text` past the "fail:") gives this rank.
+Status failNoticeStatus(int peer, std::string_view text) {
+  int code = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), code);
+  if (error == std::errc() && end < text.data() + text.size() && *end == ':') {
+    text.remove_prefix(static_cast<size_t>(end - text.data()) + 1);
+    if (code == PSDP_ERR_MISMATCH) {
+      // Passed on by a rank that was told itself: the original names who found it; the context the ranks
+      // in between added says nothing more.
+      size_t origin = text.rfind(kReportedBy);
+      if (origin != std::string_view::npos) return Status::mismatch("{}", text.substr(origin));
+      return Status::mismatch("{}{}: {}", kReportedBy, peer, text);
+    }
+  }
+  return Status::remote("peer {} failed: {}", peer, text);
 }
 
 const char* progressModeName(psdp_progress_mode_t mode) {
@@ -329,7 +349,7 @@ void UcxTransport::readNotices() {
       log_->debug("peer {} closed its transport", r);
     } else if (text.starts_with(kFailNotice)) {
       text.remove_prefix(kFailNotice.size());
-      markFailed(peer, Status::remote("peer {} failed: {}", r, text), Cause::kNotice);
+      markFailed(peer, failNoticeStatus(r, text), Cause::kNotice);
     }
   }
 }
@@ -625,7 +645,7 @@ void UcxTransport::fail(const Status& reason) {
     auto lock = loop_->lockForPost();
     if (state_ != State::kConnected) return;
     // Before the endpoints close: peers then fail with this reason instead of a reset connection.
-    sendNotices(std::string(kFailNotice) + reason.message());
+    sendNotices(fmt::format("{}{}:{}", kFailNotice, static_cast<int>(reason.code()), reason.message()));
     flushNotices(Deadline::after(kNoticeFlushSeconds));
     log_->debug("transport failed: {}", reason.toString());
     for (int r = 0; r < nranks_; ++r) markFailed(peers_[r], reason, Cause::kTransport, /*announce=*/false);

@@ -99,7 +99,7 @@ TEST(CollectivesTimeoutTest, ALoneRankTimesOutNamingTheOperationAndThePeer) {
     Status status =
         coll->allReduce(data.data(), data.data(), data.size(), PSDP_FLOAT32, PSDP_SUM, Deadline::after(0.3));
     EXPECT_EQ(status.code(), PSDP_ERR_TIMEOUT) << status.toString();
-    EXPECT_NE(status.message().find("all-reduce #0 (count 1000, float32)"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("all-reduce #0 (count 1000, float32, sum)"), std::string::npos) << status.message();
     EXPECT_NE(status.message().find("peer 1"), std::string::npos) << status.message();
     // The failed communicator refuses further work with the first error.
     Status again = coll->barrier(Deadline::after(0.3));
