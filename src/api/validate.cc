@@ -1,17 +1,24 @@
 #include "api/validate.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "coll/collectives.h"
 
 namespace psdp::api {
 namespace {
 
-// Byte size of `count` elements, or an error when it overflows.
+// Byte size of `count` elements, or an error when no buffer can be that large: C caps an object at
+// PTRDIFF_MAX bytes, and beyond it `ptr + bytes` wraps, which would defeat the overlap check below (a
+// count of SIZE_MAX int8 elements fits size_t, yet would be copied into a small buffer).
 Status checkedBytes(const char* name, const char* what, size_t count, size_t elem, size_t* bytes) {
-  if (elem != 0 && count > std::numeric_limits<size_t>::max() / elem) {
-    return Status::invalidArgument("{}: {} of {} elements overflows the address space", name, what, count);
+  constexpr auto kMaxBytes = static_cast<size_t>(std::numeric_limits<ptrdiff_t>::max());
+  if (elem != 0 && count > kMaxBytes / elem) {
+    return Status::invalidArgument(
+        "{}: count too large: {} of {} {}-byte elements overflows the largest possible buffer (PTRDIFF_MAX bytes)",
+        name, what, count, elem);
   }
   *bytes = count * elem;
   return Status::ok();
@@ -58,9 +65,12 @@ Status validateCollective(const CollectiveArgs& a) {
   if (recv_bytes > 0 && a.recvbuf == nullptr) return Status::invalidArgument("{}: recvbuf is NULL", a.name);
   auto send = reinterpret_cast<uintptr_t>(a.sendbuf);
   auto recv = reinterpret_cast<uintptr_t>(a.recvbuf);
-  if (send % elem != 0 || recv % elem != 0) {
-    return Status::invalidArgument("{}: sendbuf {} or recvbuf {} is not aligned to the {}-byte {} element", a.name,
-                                   a.sendbuf, a.recvbuf, elem, coll::dtypeName(a.dtype));
+  // Each pointer is named on its own: the caller must know which of the two to fix.
+  for (auto [what, ptr] : {std::pair{"sendbuf", send}, std::pair{"recvbuf", recv}}) {
+    if (ptr % elem != 0) {
+      return Status::invalidArgument("{}: {} {:#x} is not aligned to the {}-byte {} element", a.name, what, ptr, elem,
+                                     coll::dtypeName(a.dtype));
+    }
   }
   uintptr_t inplace = a.send_inside_recv ? recv + a.inplace_offset * elem : send + a.inplace_offset * elem;
   bool is_inplace = a.send_inside_recv ? send == inplace : recv == inplace;

@@ -16,6 +16,7 @@ namespace psdp::core {
 namespace {
 
 using testing::jobOf;
+using testing::listenersOn;
 using testing::loopbackConfig;
 using testing::payloadFor;
 using testing::RankSpec;
@@ -360,6 +361,29 @@ TEST(BootstrapTest, StartReportsBusyPorts) {
   auto ranged = RootServer::start("127.0.0.1", 0, secretOf(16), config, Deadline::after(1));
   ASSERT_FALSE(ranged.isOk());
   EXPECT_NE(ranged.status().message().find("PSDP_PORT_RANGE"), std::string::npos) << ranged.status().message();
+}
+
+// The root binds the chosen interface's address, never the wildcard: with PSDP_SOCKET_IFNAME=lo nothing
+// outside this host can reach it. Checked in the kernel's own socket table, not in what the root reports.
+TEST(BootstrapTest, RootListensOnlyOnTheChosenInterface) {
+  Config config = loopbackConfig();  // socket_ifname "lo"
+  // No host given (as psdp_get_unique_id): the interface decides.
+  auto chosen = RootServer::start("", 0, secretOf(19), config, Deadline::after(10));
+  ASSERT_TRUE(chosen.isOk()) << chosen.status().toString();
+  EXPECT_EQ(chosen.value()->id().host, "127.0.0.1");
+  EXPECT_EQ(listenersOn(chosen.value()->id().port), std::vector<std::string>{"127.0.0.1"});
+  auto detached = startDetachedRoot(config);
+  ASSERT_TRUE(detached.isOk()) << detached.status().toString();
+  EXPECT_EQ(listenersOn(detached.value().port), std::vector<std::string>{"127.0.0.1"});
+  // Served, so that the detached root ends now rather than at its deadline.
+  auto results = runRanks(detached.value().host, detached.value().port, jobOf(1, detached.value().secret), config, 10);
+  expectFullTable(results[0], 1, 0);
+
+  // No interface named: still one specific address (the first usable interface's), never 0.0.0.0 or ::.
+  config.socket_ifname.clear();
+  auto automatic = RootServer::start("", 0, secretOf(20), config, Deadline::after(10));
+  ASSERT_TRUE(automatic.isOk()) << automatic.status().toString();
+  EXPECT_EQ(listenersOn(automatic.value()->id().port), std::vector<std::string>{automatic.value()->id().host});
 }
 
 TEST(BootstrapTest, InterfaceSelection) {

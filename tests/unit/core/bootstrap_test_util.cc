@@ -1,11 +1,16 @@
 #include "unit/core/bootstrap_test_util.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <thread>
+#include <utility>
 
 #include "core/bootstrap_protocol.h"
 
@@ -23,6 +28,41 @@ std::vector<std::byte> payloadFor(int rank) {
   std::vector<std::byte> out(static_cast<size_t>(rank) * 13);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>((rank * 31 + i * 7) & 0xff);
   return out;
+}
+
+namespace {
+
+// A /proc/net/tcp{,6} address: 8 or 32 hex digits, each 32-bit word printed in host byte order.
+std::string procAddress(const std::string& hex, int family) {
+  unsigned char bytes[16] = {};
+  size_t words = hex.size() / 8;
+  for (size_t w = 0; w < words && w < 4; ++w) {
+    uint32_t word = static_cast<uint32_t>(std::stoul(hex.substr(w * 8, 8), nullptr, 16));
+    std::memcpy(bytes + w * 4, &word, sizeof(word));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  return inet_ntop(family, bytes, text, sizeof(text)) != nullptr ? text : "unparsable " + hex;
+}
+
+}  // namespace
+
+std::vector<std::string> listenersOn(uint16_t port) {
+  constexpr const char* kListen = "0A";  // TCP_LISTEN in the st column
+  std::vector<std::string> found;
+  for (auto [path, family] : {std::pair{"/proc/net/tcp", AF_INET}, std::pair{"/proc/net/tcp6", AF_INET6}}) {
+    std::ifstream table(path);
+    std::string line;
+    std::getline(table, line);  // header: sl local_address rem_address st ...
+    while (std::getline(table, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      if (!(fields >> slot >> local >> remote >> state) || state != kListen) continue;
+      size_t colon = local.find(':');
+      if (colon == std::string::npos || std::stoul(local.substr(colon + 1), nullptr, 16) != port) continue;
+      found.push_back(procAddress(local.substr(0, colon), family));
+    }
+  }
+  return found;
 }
 
 std::vector<RankSpec> jobOf(int nranks, const JobSecret& secret) {

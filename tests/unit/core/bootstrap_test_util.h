@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/config.h"
@@ -36,6 +37,10 @@ std::vector<Result<Table>> runRanks(const std::string& host, uint16_t port, cons
 
 // Specs for ranks 0..n-1 of one job.
 std::vector<RankSpec> jobOf(int nranks, const JobSecret& secret);
+
+// The local addresses of the TCP sockets listening on `port`, as the kernel lists them in /proc/net/tcp
+// and /proc/net/tcp6 ("127.0.0.1", "0.0.0.0", "::"): what the root really bound, whatever it reports.
+std::vector<std::string> listenersOn(uint16_t port);
 
 // A hand-driven connection to a root on 127.0.0.1.
 class RawClient {

@@ -1,0 +1,348 @@
+#include "unit/api/bad_input_cases.h"
+
+#include <cstddef>
+#include <limits>
+#include <utility>
+
+namespace psdp::testing {
+namespace {
+
+// Elements per rank in the calls' buffers.
+constexpr size_t kCount = 4;
+constexpr size_t kMaxElemBytes = 8;
+constexpr size_t kInt32Bytes = 4;
+
+enum class Entry { kReduceScatter, kAllGather, kAllReduce, kBroadcast };
+
+const char* entryName(Entry entry) {
+  switch (entry) {
+    case Entry::kReduceScatter: return "reduce-scatter";
+    case Entry::kAllGather: return "all-gather";
+    case Entry::kAllReduce: return "all-reduce";
+    case Entry::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+struct Args {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = kCount;
+  psdp_dtype_t dtype = PSDP_INT32;
+  psdp_op_t op = PSDP_SUM;
+  int root = 0;
+  void* stream = nullptr;
+};
+
+psdp_status_t invoke(Entry entry, const Args& a, psdp_comm_h comm, psdp_request_h* request_p) {
+  switch (entry) {
+    case Entry::kReduceScatter:
+      return psdp_reduce_scatter(a.send, a.recv, a.count, a.dtype, a.op, comm, a.stream, request_p);
+    case Entry::kAllGather: return psdp_all_gather(a.send, a.recv, a.count, a.dtype, comm, a.stream, request_p);
+    case Entry::kAllReduce: return psdp_all_reduce(a.send, a.recv, a.count, a.dtype, a.op, comm, a.stream, request_p);
+    case Entry::kBroadcast: return psdp_broadcast(a.send, a.recv, a.count, a.dtype, a.root, comm, a.stream, request_p);
+  }
+  return PSDP_ERR_INTERNAL;
+}
+
+bool contains(const std::string& text, const std::string& word) {
+  return text.find(word) != std::string::npos;
+}
+
+std::string statusName(psdp_status_t s) {
+  return psdp_status_string(s);
+}
+
+// Premul-sum ops for the op cases: one destroyed, one made for another dtype than the calls use.
+struct PremulOps {
+  psdp_status_t status = PSDP_SUCCESS;  // of making them
+  std::string error;
+  psdp_op_t destroyed = PSDP_SUM;
+  psdp_op_t float32 = PSDP_SUM;
+};
+
+PremulOps makePremulOps(psdp_comm_h comm) {
+  PremulOps ops;
+  int32_t two = 2;
+  float two_f = 2.0f;
+  ops.status = psdp_op_create_premul_sum(comm, &two, PSDP_INT32, &ops.destroyed);
+  if (ops.status == PSDP_SUCCESS) ops.status = psdp_op_destroy(comm, ops.destroyed);
+  if (ops.status == PSDP_SUCCESS) ops.status = psdp_op_create_premul_sum(comm, &two_f, PSDP_FLOAT32, &ops.float32);
+  if (ops.status != PSDP_SUCCESS) ops.error = psdp_get_last_error(comm);
+  return ops;
+}
+
+// The bad calls of one entry point, each added in blocking and nonblocking form.
+class EntryCases {
+ public:
+  EntryCases(Entry entry, int rank, int nranks, BadInputArena& arena, std::vector<BadCall>& out)
+      : entry_(entry), rank_(rank), nranks_(nranks), arena_(arena), out_(out) {}
+
+  // Separate send and receive buffers; the broadcast root is this rank, whose sendbuf is the one checked.
+  Args valid() const {
+    Args a;
+    a.send = arena_.first();
+    a.recv = arena_.second();
+    a.root = rank_;
+    return a;
+  }
+
+  void add(const std::string& what, const Args& a, std::vector<std::string> words, const std::string& absent = "",
+           psdp_status_t expected = PSDP_ERR_INVALID_ARGUMENT) {
+    for (bool nonblocking : {false, true}) {
+      std::string name = std::string(entryName(entry_)) + (nonblocking ? ", nonblocking: " : ", blocking: ") + what;
+      Entry entry = entry_;
+      out_.push_back(BadCall{name, expected, words, absent, nonblocking,
+                             [entry, a](psdp_comm_h comm, psdp_request_h* r) { return invoke(entry, a, comm, r); }});
+    }
+  }
+
+  void addPointerCases();
+  void addCountAndTypeCases(const PremulOps& ops);
+  void addOverlapCase();
+  void addRootCases();
+
+ private:
+  bool reduces() const { return entry_ == Entry::kReduceScatter || entry_ == Entry::kAllReduce; }
+
+  Entry entry_;
+  int rank_;
+  int nranks_;
+  BadInputArena& arena_;
+  std::vector<BadCall>& out_;
+};
+
+void EntryCases::addPointerCases() {
+  Args a = valid();
+  a.send = nullptr;
+  add("NULL sendbuf, count > 0", a, {"sendbuf", "NULL"});
+  a = valid();
+  a.recv = nullptr;
+  add("NULL recvbuf, count > 0", a, {"recvbuf", "NULL"});
+  a = valid();
+  a.send = arena_.first(1);
+  add("sendbuf misaligned for int32", a, {"sendbuf", "aligned", "4-byte"}, "recvbuf");
+  a = valid();
+  a.recv = arena_.second(2);
+  add("recvbuf misaligned for int32", a, {"recvbuf", "aligned", "4-byte"}, "sendbuf");
+  a = valid();
+  a.dtype = PSDP_FLOAT64;
+  a.send = arena_.first(4);
+  add("sendbuf 4-byte aligned, float64 needs 8", a, {"sendbuf", "aligned", "8-byte"}, "recvbuf");
+  a = valid();
+  a.stream = arena_.first();
+  add("non-NULL stream", a, {"stream"}, "", PSDP_ERR_UNSUPPORTED);
+}
+
+void EntryCases::addCountAndTypeCases(const PremulOps& ops) {
+  Args a = valid();
+  a.count = std::numeric_limits<size_t>::max() / kInt32Bytes + 1;
+  add("count whose int32 byte size overflows size_t", a, {"count", "overflow"});
+  a = valid();
+  a.dtype = PSDP_INT8;
+  a.count = std::numeric_limits<size_t>::max();
+  add("count SIZE_MAX of int8 (fits size_t, but no buffer is that large)", a, {"count", "overflow"});
+  a = valid();
+  a.dtype = static_cast<psdp_dtype_t>(99);
+  add("unknown dtype 99", a, {"dtype 99"});
+  a = valid();
+  a.dtype = PSDP_NUM_DTYPES;
+  add("dtype PSDP_NUM_DTYPES", a, {"dtype " + std::to_string(PSDP_NUM_DTYPES)});
+  if (!reduces()) return;
+  a = valid();
+  a.op = static_cast<psdp_op_t>(1000000);
+  add("unknown op 1000000", a, {"op 1000000"});
+  if (ops.status != PSDP_SUCCESS) {
+    // Reported as a case of its own rather than silently skipped.
+    out_.push_back(BadCall{"making premul-sum ops for the op cases: " + ops.error,
+                           PSDP_SUCCESS,
+                           {},
+                           "",
+                           false,
+                           [s = ops.status](psdp_comm_h, psdp_request_h*) { return s; }});
+    return;
+  }
+  a = valid();
+  a.op = ops.destroyed;
+  add("destroyed premul-sum op", a, {"op " + std::to_string(static_cast<int>(ops.destroyed)), "not a live"});
+  a = valid();
+  a.op = ops.float32;
+  add("premul-sum op made for float32, used on int32", a, {"created for float32"});
+}
+
+// In place is one exact alignment of the two buffers (psdp.h); one element off overlaps without being it.
+void EntryCases::addOverlapCase() {
+  Args a = valid();
+  size_t own_block = static_cast<size_t>(rank_) * kCount;
+  switch (entry_) {
+    case Entry::kReduceScatter:  // in place: recvbuf == sendbuf + rank * recvcount
+      a.send = arena_.first();
+      a.recv = arena_.first((own_block + 1) * kInt32Bytes);
+      break;
+    case Entry::kAllGather:  // in place: sendbuf == recvbuf + rank * sendcount
+      a.recv = arena_.first();
+      a.send = arena_.first((own_block + 1) * kInt32Bytes);
+      break;
+    case Entry::kAllReduce:
+    case Entry::kBroadcast:  // in place: sendbuf == recvbuf
+      a.send = arena_.first();
+      a.recv = arena_.first(kInt32Bytes);
+      break;
+  }
+  add("sendbuf and recvbuf overlap one element off in place", a, {"overlap"});
+}
+
+void EntryCases::addRootCases() {
+  if (entry_ != Entry::kBroadcast) return;
+  Args a = valid();
+  a.root = nranks_;
+  add("root == nranks", a, {"root " + std::to_string(nranks_)});
+  a.root = -1;
+  add("root -1", a, {"root -1"});
+}
+
+}  // namespace
+
+BadInputArena::BadInputArena(int nranks)
+    : storage_(2 * (static_cast<size_t>(nranks) * kCount + 2)), half_(storage_.size() / 2 * kMaxElemBytes) {}
+
+std::vector<BadCall> collectiveBadCalls(psdp_comm_h comm, int rank, int nranks, BadInputArena& arena) {
+  PremulOps ops = makePremulOps(comm);
+  std::vector<BadCall> calls;
+  for (Entry entry : {Entry::kReduceScatter, Entry::kAllGather, Entry::kAllReduce, Entry::kBroadcast}) {
+    EntryCases cases(entry, rank, nranks, arena, calls);
+    cases.addPointerCases();
+    cases.addCountAndTypeCases(ops);
+    cases.addOverlapCase();
+    cases.addRootCases();
+  }
+  return calls;
+}
+
+std::string checkBadCall(const BadCall& bad, psdp_comm_h comm) {
+  // Never a request: psdp must leave it as it is.
+  auto untouched = reinterpret_cast<psdp_request_h>(const_cast<BadCall*>(&bad));
+  psdp_request_h request = untouched;
+  psdp_status_t s = bad.call(comm, bad.nonblocking ? &request : nullptr);
+  std::string error = psdp_get_last_error(comm);
+  std::string problems;
+  if (s != bad.expected) problems += "returned " + statusName(s) + ", expected " + statusName(bad.expected) + "; ";
+  if (request != untouched) {
+    problems += "wrote *request_p; ";
+    if (s == PSDP_SUCCESS && psdp_request_wait(request) == PSDP_SUCCESS) (void)psdp_request_free(request);
+  }
+  for (const std::string& word : bad.words) {
+    if (!contains(error, word)) problems += "the last error lacks '" + word + "'; ";
+  }
+  if (!bad.absent.empty() && contains(error, bad.absent)) problems += "the last error names '" + bad.absent + "'; ";
+  if (problems.empty()) return "";
+  return bad.name + ": " + problems + "last error: '" + error + "'";
+}
+
+std::string checkAllReduceWorks(psdp_comm_h comm, int rank, int nranks, int round) {
+  constexpr size_t kN = 37;
+  std::vector<int32_t> send(kN), recv(kN, -1);
+  for (size_t i = 0; i < kN; ++i) send[i] = (rank + 1) * static_cast<int32_t>(i + 1) + round;
+  psdp_status_t s = psdp_all_reduce(send.data(), recv.data(), kN, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
+  if (s != PSDP_SUCCESS) return "correct all-reduce: " + statusName(s) + " " + psdp_get_last_error(comm);
+  for (size_t i = 0; i < kN; ++i) {
+    int32_t expected = static_cast<int32_t>(i + 1) * nranks * (nranks + 1) / 2 + round * nranks;
+    if (recv[i] != expected) {
+      return "correct all-reduce: element " + std::to_string(i) + " is " + std::to_string(recv[i]) + ", expected " +
+             std::to_string(expected);
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
+  struct Outputs {
+    int value = -7;
+    psdp_request_h request = nullptr;
+    psdp_comm_h newcomm = nullptr;
+    psdp_op_t op = PSDP_OP_MAX_ENUM;
+  };
+  Outputs out;
+  // Sentinels that are not handles: psdp must not write over them.
+  const auto no_request = reinterpret_cast<psdp_request_h>(&out);
+  const auto no_comm = reinterpret_cast<psdp_comm_h>(&out);
+  int32_t send[kCount] = {1, 2, 3, 4};
+  int32_t recv[kCount * 64] = {};
+  float scalar = 2.0f;
+  using Call = std::pair<const char*, std::function<psdp_status_t()>>;
+  // Refused on a finalized handle as on a destroyed one.
+  std::vector<Call> calls = {
+      {"reduce-scatter",
+       [&] { return psdp_reduce_scatter(send, recv, 1, PSDP_INT32, PSDP_SUM, dead, nullptr, nullptr); }},
+      {"reduce-scatter nonblocking",
+       [&] { return psdp_reduce_scatter(send, recv, 1, PSDP_INT32, PSDP_SUM, dead, nullptr, &out.request); }},
+      {"all-gather", [&] { return psdp_all_gather(send, recv, 1, PSDP_INT32, dead, nullptr, nullptr); }},
+      {"all-gather nonblocking",
+       [&] { return psdp_all_gather(send, recv, 1, PSDP_INT32, dead, nullptr, &out.request); }},
+      {"all-reduce", [&] { return psdp_all_reduce(send, recv, kCount, PSDP_INT32, PSDP_SUM, dead, nullptr, nullptr); }},
+      {"all-reduce nonblocking",
+       [&] { return psdp_all_reduce(send, recv, kCount, PSDP_INT32, PSDP_SUM, dead, nullptr, &out.request); }},
+      {"broadcast", [&] { return psdp_broadcast(send, recv, kCount, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+      {"broadcast nonblocking",
+       [&] { return psdp_broadcast(send, recv, kCount, PSDP_INT32, 0, dead, nullptr, &out.request); }},
+      {"barrier", [&] { return psdp_barrier(dead, nullptr); }},
+      {"barrier nonblocking", [&] { return psdp_barrier(dead, &out.request); }},
+      {"split", [&] { return psdp_comm_split(dead, 0, 0, nullptr, &out.newcomm); }},
+      {"op_create_premul_sum", [&] { return psdp_op_create_premul_sum(dead, &scalar, PSDP_FLOAT32, &out.op); }},
+      {"finalize", [&] { return psdp_comm_finalize(dead); }},
+  };
+  if (!finalized) {
+    std::vector<Call> more = {
+        {"comm_rank", [&] { return psdp_comm_rank(dead, &out.value); }},
+        {"comm_size", [&] { return psdp_comm_size(dead, &out.value); }},
+        {"comm_abort", [&] { return psdp_comm_abort(dead); }},
+        {"op_destroy", [&] { return psdp_op_destroy(dead, PSDP_SUM); }},
+        {"send", [&] { return psdp_send(send, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+        {"recv", [&] { return psdp_recv(recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+        {"all_to_all", [&] { return psdp_all_to_all(send, recv, 1, PSDP_INT32, dead, nullptr, nullptr); }},
+        {"gather", [&] { return psdp_gather(send, recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+        {"comm_destroy", [&] { return psdp_comm_destroy(dead); }},
+    };
+    calls.insert(calls.end(), more.begin(), more.end());
+  }
+  const char* word = finalized ? "finalized" : "not a live communicator";
+  std::vector<std::string> failures;
+  for (const auto& [name, call] : calls) {
+    out.request = no_request;
+    out.newcomm = no_comm;
+    psdp_status_t s = call();
+    // A destroyed handle's error belongs to the thread, which psdp_get_last_error(dead) also returns.
+    std::string error = psdp_get_last_error(dead);
+    std::string problems;
+    if (s != PSDP_ERR_INVALID_USAGE) problems += "returned " + statusName(s) + ", expected invalid usage; ";
+    if (!contains(error, word)) problems += std::string("the last error lacks '") + word + "'; ";
+    if (out.value != -7 || out.request != no_request || out.newcomm != no_comm || out.op != PSDP_OP_MAX_ENUM) {
+      problems += "wrote an output; ";
+    }
+    if (!problems.empty()) failures.push_back(std::string(name) + ": " + problems + "last error: '" + error + "'");
+  }
+  return failures;
+}
+
+std::vector<std::string> checkFreedRequest(psdp_request_h freed) {
+  using Call = std::pair<const char*, std::function<psdp_status_t()>>;
+  std::vector<Call> calls = {
+      {"free", [&] { return psdp_request_free(freed); }},
+      {"test", [&] { return psdp_request_test(freed); }},
+      {"wait", [&] { return psdp_request_wait(freed); }},
+      {"wait_timeout", [&] { return psdp_request_wait_timeout(freed, 0.0); }},
+  };
+  std::vector<std::string> failures;
+  for (const auto& [name, call] : calls) {
+    psdp_status_t s = call();
+    // A freed request has no communicator any more: the error belongs to the calling thread.
+    std::string error = psdp_get_last_error(nullptr);
+    if (s != PSDP_ERR_INVALID_USAGE || !contains(error, "not a live request")) {
+      failures.push_back(std::string(name) + " of a freed request: " + statusName(s) +
+                         ", expected invalid usage naming the request; last error: '" + error + "'");
+    }
+  }
+  return failures;
+}
+
+}  // namespace psdp::testing
