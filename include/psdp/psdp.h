@@ -366,6 +366,173 @@ PSDP_API psdp_status_t psdp_op_destroy(psdp_comm_h comm, psdp_op_t op);
 PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, const psdp_config_t* config,
                                        psdp_comm_h* newcomm_p);
 
+/* ---------------------------------------------------------------------------------------------------
+ * Shard plans
+ *
+ * A plan says which rank owns which elements of the training state. It is a deterministic pure function
+ * of the buffer list (names, counts, dtypes, roles, memory kinds: never addresses or device indices), the
+ * world size, the rank layout and the plan configuration, so every rank computes the same plan, with the
+ * same hash, on every run; no communicator is needed. psdp_plan_create reads no environment variable.
+ *
+ * Flat spaces: the parameters are laid end to end, in registration order, in one flat element space per
+ * (parameter dtype, memory kind, and the dtype and memory kind of their gradients). Gradient i (the i-th
+ * buffer with role gradient) pairs with parameter i, has its count and shares its offsets; its dtype may
+ * differ (e.g. bfloat16 parameters, float32 gradients). Gradients are optional: with none, the plan is of
+ * the parameters alone. Optimizer-state buffers are not in the spaces: a rank's optimizer state holds the
+ * elements it owns (psdp_plan_optimizer_state_count).
+ *
+ * Alignment and chunks are in bytes, pieces in whole elements. In a space whose dtypes are s_min <= s_max
+ * bytes wide, the alignment unit is u = align_bytes / s_min elements, so every piece boundary lies a
+ * multiple of align_bytes into the flat buffer of either dtype. A chunk holds chunk_bytes / s_max elements
+ * rounded down to a multiple of L*u (L = G at level group, W at level world), and at least L*u; the last
+ * chunk of a space holds the rest. Chunks are numbered in registration order of their first element.
+ * Each chunk is split into G group pieces, one per member of a shard group, and at level world each group
+ * piece into R = W/G world pieces, one per replica group. Within a chunk, the element counts of any two
+ * pieces differ by at most u (the larger pieces come last).
+ *
+ * Rank layout: rank_layout[k*G + g] is member g of shard group k (and so replica k of replica group g); it
+ * must be a permutation of [0, W). NULL: contiguous blocks of G ranks (rank r is member r % G of group
+ * r / G). The rank at (k, g) owns group piece g of every chunk at level group, world piece (g, k) at level
+ * world.
+ *
+ * Thread safety: a plan is immutable once created; any thread may query it concurrently. Queries never
+ * block. Errors are recorded as the last error of the calling thread (psdp_get_last_error(NULL)).
+ * ------------------------------------------------------------------------------------------------ */
+typedef struct psdp_plan* psdp_plan_h;
+
+typedef enum psdp_buffer_role {
+  PSDP_BUFFER_PARAMETER = 0,
+  PSDP_BUFFER_GRADIENT = 1,        /* pairs with the parameter of the same index among parameters */
+  PSDP_BUFFER_OPTIMIZER_STATE = 2, /* sized by the plan; registered so that checkpoints can find it */
+  PSDP_BUFFER_ROLE_MAX_ENUM = 0x7fffffff
+} psdp_buffer_role_t;
+
+typedef enum psdp_memory_kind {
+  PSDP_MEMORY_HOST = 0,
+  PSDP_MEMORY_CUDA = 1,
+  PSDP_MEMORY_KIND_MAX_ENUM = 0x7fffffff
+} psdp_memory_kind_t;
+
+/* One registered buffer. The plan copies name and ignores ptr and device (they differ between ranks). */
+typedef struct psdp_buffer_desc {
+  const char* name; /* unique, non-empty */
+  void* ptr;        /* the buffer; may be NULL for psdp_plan_create */
+  size_t count;     /* elements (> 0 but for optimizer state); its bytes must fit 64 bits */
+  psdp_dtype_t dtype;
+  psdp_buffer_role_t role;
+  psdp_memory_kind_t memory_kind;
+  int device; /* CUDA device index (>= 0) for PSDP_MEMORY_CUDA; ignored for host */
+} psdp_buffer_desc_t;
+
+typedef enum psdp_shard_level {
+  PSDP_SHARD_LEVEL_UNSET = -1, /* group */
+  PSDP_SHARD_LEVEL_GROUP = 0,  /* each rank owns 1/G of every chunk, replicated across the R replica groups */
+  PSDP_SHARD_LEVEL_WORLD = 1,  /* each rank owns 1/W of every chunk, nested in its group piece */
+  PSDP_SHARD_LEVEL_MAX_ENUM = 0x7fffffff
+} psdp_shard_level_t;
+
+#define PSDP_PLAN_CONFIG_MAGIC 0x70706c6eu /* "ppln" */
+
+/* Plan configuration, extensible like psdp_config_t: initialise with PSDP_PLAN_CONFIG_INITIALIZER. Unset
+ * fields take the built-in default named beside them (never the environment). */
+typedef struct psdp_plan_config {
+  size_t size;          /* sizeof(psdp_plan_config_t) as the caller compiled it */
+  unsigned int magic;   /* PSDP_PLAN_CONFIG_MAGIC */
+  unsigned int version; /* PSDP_VERSION_CODE the caller compiled against */
+  int group_size;       /* G, dividing the world size: G = W is ZeRO-1/2 style; unset: 0 (G = W) */
+  int level;            /* a psdp_shard_level_t; unset: PSDP_SHARD_LEVEL_UNSET (group) */
+  size_t chunk_bytes;   /* target bytes of one chunk's collective; unset: 0 (64 MiB) */
+  size_t align_bytes;   /* a power of two, >= every parameter and gradient dtype size; unset: 0 (256) */
+  size_t pad_bytes;     /* 0 or a multiple of align_bytes: the equal per-rank count of a chunk's collectives
+                           is rounded up to it (padded_*_piece below); unset: 0 (align_bytes) */
+} psdp_plan_config_t;
+
+#define PSDP_PLAN_CONFIG_INITIALIZER \
+  { sizeof(psdp_plan_config_t), PSDP_PLAN_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, PSDP_SHARD_LEVEL_UNSET, 0, 0, 0 }
+
+/* One chunk: one reduce-scatter of gradients and one all-gather of parameters. */
+typedef struct psdp_plan_chunk {
+  size_t space;                   /* its flat space (chunks of one space hold the same dtypes) */
+  psdp_dtype_t dtype;             /* of its parameters */
+  psdp_memory_kind_t memory_kind; /* of its parameters */
+  size_t offset;                  /* its first element in the space */
+  size_t count;                   /* elements */
+  size_t padded_group_piece;      /* equal per-member count of its collectives within a shard group */
+  size_t padded_world_piece;      /* the same for world pieces; equals padded_group_piece at level group */
+} psdp_plan_chunk_t;
+
+/* Elements [offset, offset + count) of buffer `buffer` (an index into the list given to psdp_plan_create;
+ * always a parameter: the paired gradient's range is the same). */
+typedef struct psdp_owned_range {
+  int buffer;
+  size_t offset;
+  size_t count;
+} psdp_owned_range_t;
+
+/* Copy `count` elements from offset from_offset of old rank from_rank's shard file to offset to_offset of
+ * new rank to_rank's. A rank's shard file is its owned ranges of every chunk, in chunk order, end to end
+ * (psdp_plan_owned_ranges with PSDP_PLAN_ALL_CHUNKS); offsets count elements. */
+typedef struct psdp_reshard_move {
+  int from_rank;
+  int to_rank;
+  size_t from_offset;
+  size_t to_offset;
+  size_t count;
+} psdp_reshard_move_t;
+
+/* Pass as `chunk` to ask about every chunk at once. */
+#define PSDP_PLAN_ALL_CHUNKS ((size_t)-1)
+
+/* Creates a plan for `nbuffers` buffers over `world_size` ranks. rank_layout is NULL or world_size ints
+ * (see above); config may be NULL (all defaults). Local, never blocks. Errors: invalid argument naming the
+ * field, and the buffer by index and name, for: no buffers or no parameter, a zero count, a NULL, empty or
+ * duplicate name, an unknown dtype, role or memory kind, a negative CUDA device, gradients that do not pair
+ * with the parameters, a byte size beyond 64 bits, world_size < 1, a group_size that does not divide it, an
+ * alignment that is not a power of two or is smaller than a dtype, a pad_bytes that is not a multiple of
+ * it, a rank layout that is not a permutation, a malformed config. The counts of optimizer-state buffers
+ * are not checked here (they differ per rank and are sized from the plan). */
+PSDP_API psdp_status_t psdp_plan_create(const psdp_buffer_desc_t* buffers, int nbuffers, int world_size,
+                                        const int* rank_layout, const psdp_plan_config_t* config, psdp_plan_h* plan_p);
+
+/* Releases the plan. Freeing twice (or a pointer that never was a plan) is invalid usage, never a crash. */
+PSDP_API psdp_status_t psdp_plan_free(psdp_plan_h plan);
+
+/* A 64-bit digest of everything the plan is a function of (buffer names, counts, dtypes, roles, memory
+ * kinds; world size, rank layout, configuration; not optimizer-state buffers, addresses or devices). Ranks
+ * compare it to check that they agree; stable across runs and hosts. */
+PSDP_API psdp_status_t psdp_plan_hash(psdp_plan_h plan, uint64_t* hash_p);
+
+PSDP_API psdp_status_t psdp_plan_chunk_count(psdp_plan_h plan, size_t* count_p);
+PSDP_API psdp_status_t psdp_plan_get_chunk(psdp_plan_h plan, size_t chunk, psdp_plan_chunk_t* chunk_p);
+
+/* The ranges `rank` owns in chunk `chunk` (or, for PSDP_PLAN_ALL_CHUNKS, in every chunk, in chunk order),
+ * ascending, split where a buffer ends. Writes min(capacity, total) ranges to `ranges` (NULL if capacity
+ * is 0) and the total to *count_p: call with capacity 0 first to size the array. */
+PSDP_API psdp_status_t psdp_plan_owned_ranges(psdp_plan_h plan, int rank, size_t chunk, psdp_owned_range_t* ranges,
+                                              size_t capacity, size_t* count_p);
+
+/* Elements `rank` owns in `chunk` (or in every chunk, for PSDP_PLAN_ALL_CHUNKS). */
+PSDP_API psdp_status_t psdp_plan_owned_count(psdp_plan_h plan, int rank, size_t chunk, size_t* count_p);
+
+/* Elements of each optimizer-state buffer of `rank`: the elements it owns over all chunks. */
+PSDP_API psdp_status_t psdp_plan_optimizer_state_count(psdp_plan_h plan, int rank, size_t* count_p);
+
+/* The chunk that covers element `offset` of parameter or gradient `buffer`, and the element's offset from
+ * the chunk's first element (chunk_offset_p may be NULL). Errors: invalid argument for a buffer index out
+ * of range, an optimizer-state buffer, an offset past the buffer's end. */
+PSDP_API psdp_status_t psdp_plan_find_chunk(psdp_plan_h plan, int buffer, size_t offset, size_t* chunk_p,
+                                            size_t* chunk_offset_p);
+
+/* The moves that turn the shard files saved under old_plan into those of new_plan (any W, G, level, chunk
+ * size, alignment or rank layout, over the same parameters, matched by name), sorted by (to_rank,
+ * to_offset): every element of every new file is written exactly once. Where several old ranks hold an
+ * element (level group), the new rank reads its own old file if it held it, else the holder in replica
+ * group to_rank mod R. Writes min(capacity, total) moves and the total to *count_p, as
+ * psdp_plan_owned_ranges. Errors: invalid argument when the parameters differ (a name missing on either
+ * side, or another count). */
+PSDP_API psdp_status_t psdp_plan_reshard_moves(psdp_plan_h old_plan, psdp_plan_h new_plan, psdp_reshard_move_t* moves,
+                                               size_t capacity, size_t* count_p);
+
 #ifdef __cplusplus
 }
 #endif

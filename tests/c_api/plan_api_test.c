@@ -1,0 +1,224 @@
+/* The standalone shard-plan API from C: struct layouts, a plan's queries adding up, resharding, and bad
+ * arguments answered with invalid argument (or invalid usage) and a message naming the field. */
+#include <psdp/psdp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+static int checks = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    ++checks;                                                                  \
+    if (!(cond)) {                                                             \
+      ++failures;                                                              \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+
+/* The call returns `code` and the thread's last error mentions `word`. */
+#define CHECK_ERROR(call, code, word)                                                                       \
+  do {                                                                                                      \
+    psdp_status_t s_ = (call);                                                                              \
+    CHECK(s_ == (code));                                                                                    \
+    if (s_ != (code)) fprintf(stderr, "  got %s: %s\n", psdp_status_string(s_), psdp_get_last_error(NULL)); \
+    CHECK(strstr(psdp_get_last_error(NULL), (word)) != NULL);                                               \
+    if (strstr(psdp_get_last_error(NULL), (word)) == NULL)                                                  \
+      fprintf(stderr, "  message '%s' lacks '%s'\n", psdp_get_last_error(NULL), (word));                    \
+  } while (0)
+
+#define NBUF 5
+static psdp_buffer_desc_t buffers[NBUF];
+
+static void make_buffers(void) {
+  /* bfloat16 weights with float32 gradients, and one optimizer-state buffer. */
+  static const char* names[NBUF] = {"embed", "norm", "embed.grad", "norm.grad", "exp_avg"};
+  static const size_t counts[NBUF] = {100000, 896, 100000, 896, 1};
+  int i;
+  for (i = 0; i < NBUF; ++i) {
+    buffers[i].name = names[i];
+    buffers[i].ptr = NULL;
+    buffers[i].count = counts[i];
+    buffers[i].dtype = i < 2 ? PSDP_BFLOAT16 : PSDP_FLOAT32;
+    buffers[i].role = i < 2 ? PSDP_BUFFER_PARAMETER : i < 4 ? PSDP_BUFFER_GRADIENT : PSDP_BUFFER_OPTIMIZER_STATE;
+    buffers[i].memory_kind = PSDP_MEMORY_HOST;
+    buffers[i].device = 0;
+  }
+}
+
+static void test_abi(void) {
+  CHECK(offsetof(psdp_plan_config_t, size) == 0);
+  CHECK(offsetof(psdp_plan_config_t, magic) == 8);
+  CHECK(offsetof(psdp_plan_config_t, version) == 12);
+  CHECK(offsetof(psdp_plan_config_t, group_size) == 16);
+  CHECK(offsetof(psdp_plan_config_t, level) == 20);
+  CHECK(offsetof(psdp_plan_config_t, chunk_bytes) == 24);
+  CHECK(offsetof(psdp_plan_config_t, align_bytes) == 32);
+  CHECK(offsetof(psdp_plan_config_t, pad_bytes) == 40);
+  CHECK(sizeof(psdp_plan_config_t) == 48);
+  CHECK(offsetof(psdp_buffer_desc_t, count) == 16);
+  CHECK(offsetof(psdp_buffer_desc_t, device) == 36);
+  CHECK(sizeof(psdp_buffer_desc_t) == 40);
+  CHECK(sizeof(psdp_owned_range_t) == 24);
+  CHECK(sizeof(psdp_reshard_move_t) == 32);
+  CHECK(sizeof(psdp_plan_chunk_t) == 48);
+}
+
+static psdp_plan_h create(int world_size, int group_size, int level, size_t chunk_bytes) {
+  psdp_plan_config_t config = PSDP_PLAN_CONFIG_INITIALIZER;
+  psdp_plan_h plan = NULL;
+  config.group_size = group_size;
+  config.level = level;
+  config.chunk_bytes = chunk_bytes;
+  CHECK(psdp_plan_create(buffers, NBUF, world_size, NULL, &config, &plan) == PSDP_SUCCESS);
+  if (plan == NULL) fprintf(stderr, "  psdp_plan_create: %s\n", psdp_get_last_error(NULL));
+  return plan;
+}
+
+static void test_queries(void) {
+  psdp_plan_h plan = create(8, 4, PSDP_SHARD_LEVEL_WORLD, 64 * 1024);
+  psdp_plan_h same;
+  size_t chunks = 0, c, total = 0, n = 0, state = 0, chunk = 0, at = 0;
+  uint64_t h1 = 0, h2 = 0;
+  int r;
+  psdp_plan_chunk_t info;
+  psdp_owned_range_t* ranges;
+  /* Another rank: other addresses and devices, the same plan. */
+  buffers[0].ptr = &chunks;
+  buffers[1].device = 3;
+  same = create(8, 4, PSDP_SHARD_LEVEL_WORLD, 64 * 1024);
+  make_buffers();
+  if (plan == NULL || same == NULL) return;
+  CHECK(psdp_plan_hash(plan, &h1) == PSDP_SUCCESS && psdp_plan_hash(same, &h2) == PSDP_SUCCESS && h1 == h2);
+  CHECK(psdp_plan_chunk_count(plan, &chunks) == PSDP_SUCCESS && chunks > 1);
+  for (c = 0; c < chunks; ++c) {
+    CHECK(psdp_plan_get_chunk(plan, c, &info) == PSDP_SUCCESS);
+    CHECK(info.dtype == PSDP_BFLOAT16 && info.memory_kind == PSDP_MEMORY_HOST && info.space == 0);
+    total += info.count;
+  }
+  CHECK(total == 100000 + 896);
+  total = 0;
+  for (r = 0; r < 8; ++r) {
+    CHECK(psdp_plan_owned_ranges(plan, r, PSDP_PLAN_ALL_CHUNKS, NULL, 0, &n) == PSDP_SUCCESS && n > 0);
+    ranges = (psdp_owned_range_t*)malloc(n * sizeof(*ranges));
+    CHECK(psdp_plan_owned_ranges(plan, r, PSDP_PLAN_ALL_CHUNKS, ranges, n, &n) == PSDP_SUCCESS);
+    CHECK(psdp_plan_optimizer_state_count(plan, r, &state) == PSDP_SUCCESS);
+    for (c = 0; c < n; ++c) {
+      CHECK(ranges[c].buffer == 0 || ranges[c].buffer == 1);
+      state -= ranges[c].count;
+    }
+    CHECK(state == 0);
+    free(ranges);
+    CHECK(psdp_plan_owned_count(plan, r, PSDP_PLAN_ALL_CHUNKS, &n) == PSDP_SUCCESS);
+    total += n;
+  }
+  CHECK(total == 100000 + 896); /* level world: every element once in the world */
+  /* The gradient's element lies where its parameter's does. */
+  CHECK(psdp_plan_find_chunk(plan, 3, 895, &chunk, &at) == PSDP_SUCCESS);
+  CHECK(chunk == chunks - 1);
+  CHECK(psdp_plan_get_chunk(plan, chunk, &info) == PSDP_SUCCESS && info.offset + at == 100000 + 895);
+  CHECK_ERROR(psdp_plan_find_chunk(plan, 4, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, "optimizer state");
+  CHECK_ERROR(psdp_plan_find_chunk(plan, 1, 896, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, "offset 896");
+  CHECK_ERROR(psdp_plan_find_chunk(plan, 5, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, "buffer 5");
+  CHECK_ERROR(psdp_plan_owned_count(plan, 8, 0, &n), PSDP_ERR_INVALID_ARGUMENT, "rank 8");
+  CHECK_ERROR(psdp_plan_owned_count(plan, 0, chunks, &n), PSDP_ERR_INVALID_ARGUMENT, "chunk");
+  CHECK_ERROR(psdp_plan_get_chunk(plan, PSDP_PLAN_ALL_CHUNKS, &info), PSDP_ERR_INVALID_ARGUMENT, "chunk");
+  CHECK_ERROR(psdp_plan_owned_ranges(plan, 0, 0, NULL, 3, &n), PSDP_ERR_INVALID_ARGUMENT, "NULL");
+  CHECK_ERROR(psdp_plan_hash(plan, NULL), PSDP_ERR_INVALID_ARGUMENT, "hash_p");
+  CHECK(psdp_plan_free(same) == PSDP_SUCCESS);
+  CHECK_ERROR(psdp_plan_free(same), PSDP_ERR_INVALID_USAGE, "plan");
+  CHECK_ERROR(psdp_plan_hash(same, &h2), PSDP_ERR_INVALID_USAGE, "plan");
+  CHECK(psdp_plan_free(plan) == PSDP_SUCCESS);
+}
+
+static void test_reshard(void) {
+  psdp_plan_h from = create(4, 4, PSDP_SHARD_LEVEL_GROUP, 0);
+  psdp_plan_h to = create(6, 3, PSDP_SHARD_LEVEL_WORLD, 4096);
+  psdp_reshard_move_t* moves;
+  size_t n = 0, i, written = 0, owned = 0;
+  int r;
+  if (from == NULL || to == NULL) return;
+  CHECK(psdp_plan_reshard_moves(from, to, NULL, 0, &n) == PSDP_SUCCESS && n > 0);
+  moves = (psdp_reshard_move_t*)malloc(n * sizeof(*moves));
+  CHECK(psdp_plan_reshard_moves(from, to, moves, n, &n) == PSDP_SUCCESS);
+  for (i = 0; i < n; ++i) {
+    CHECK(moves[i].from_rank >= 0 && moves[i].from_rank < 4 && moves[i].to_rank >= 0 && moves[i].to_rank < 6);
+    written += moves[i].count;
+  }
+  for (r = 0; r < 6; ++r) {
+    size_t count = 0;
+    CHECK(psdp_plan_optimizer_state_count(to, r, &count) == PSDP_SUCCESS);
+    owned += count;
+  }
+  CHECK(written == owned && owned == 100000 + 896);
+  free(moves);
+  CHECK_ERROR(psdp_plan_reshard_moves(from, NULL, NULL, 0, &n), PSDP_ERR_INVALID_ARGUMENT, "new_plan");
+  psdp_plan_free(from);
+  psdp_plan_free(to);
+}
+
+static void test_bad_arguments(void) {
+  psdp_plan_config_t config = PSDP_PLAN_CONFIG_INITIALIZER;
+  psdp_plan_h plan = NULL;
+  int layout[4] = {0, 1, 2, 2};
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, "plan_p");
+  CHECK_ERROR(psdp_plan_create(buffers, 0, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "buffers");
+  CHECK_ERROR(psdp_plan_create(NULL, 2, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "buffers");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 0, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "world_size");
+  config.group_size = 3;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "group_size 3");
+  config.group_size = 0;
+  config.align_bytes = 96;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "align_bytes");
+  config.align_bytes = 2; /* the float32 gradients need 4 */
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "align_bytes 2");
+  config.align_bytes = 0;
+  config.level = 7;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "level 7");
+  config.level = PSDP_SHARD_LEVEL_UNSET;
+  config.magic = 0;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "magic");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, layout, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "rank_layout[3]");
+  buffers[1].name = "embed";
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "duplicate");
+  buffers[1].name = NULL;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "buffers[1]");
+  make_buffers();
+  buffers[2].count = 0;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "count is 0");
+  make_buffers();
+  buffers[0].count = (size_t)1 << 63; /* and its float32 gradient: 2^65 bytes */
+  buffers[2].count = (size_t)1 << 63;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "overflows");
+  make_buffers();
+  buffers[0].role = (psdp_buffer_role_t)9;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "role 9");
+  make_buffers();
+  CHECK(plan == NULL); /* outputs are written only on success */
+  CHECK_ERROR(psdp_plan_free(NULL), PSDP_ERR_INVALID_ARGUMENT, "plan");
+}
+
+static void test_older_config(void) {
+  /* A caller compiled before pad_bytes existed: the fields beyond its size are unset. */
+  psdp_plan_config_t config = PSDP_PLAN_CONFIG_INITIALIZER;
+  psdp_plan_h plan = NULL;
+  config.size = offsetof(psdp_plan_config_t, pad_bytes);
+  config.pad_bytes = 3; /* beyond the caller's struct: never read */
+  CHECK(psdp_plan_create(buffers, NBUF, 2, NULL, &config, &plan) == PSDP_SUCCESS);
+  if (plan != NULL) psdp_plan_free(plan);
+  config.size = 8;
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 2, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "size 8");
+}
+
+int main(void) {
+  make_buffers();
+  test_abi();
+  test_queries();
+  test_reshard();
+  test_bad_arguments();
+  test_older_config();
+  printf("plan_api_test: %d checks, %d failures\n", checks, failures);
+  return failures == 0 ? 0 : 1;
+}
