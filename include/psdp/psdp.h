@@ -533,6 +533,41 @@ PSDP_API psdp_status_t psdp_plan_find_chunk(psdp_plan_h plan, int buffer, size_t
 PSDP_API psdp_status_t psdp_plan_reshard_moves(psdp_plan_h old_plan, psdp_plan_h new_plan, psdp_reshard_move_t* moves,
                                                size_t capacity, size_t* count_p);
 
+/* ---------------------------------------------------------------------------------------------------
+ * Registered state
+ *
+ * A rank registers its training state (parameters, gradients, optimizer state) with the communicator that
+ * will move it. Registration is collective: every rank passes the same list (names, counts, dtypes, roles,
+ * memory kinds, in the same order; pointers and device indices are each rank's own) and the same plan
+ * configuration, and gets the shard plan for W = the communicator's size and its rank layout (contiguous
+ * blocks of G ranks). Each optimizer-state buffer must hold the rank's owned element count
+ * (psdp_plan_optimizer_state_count: compute it first with psdp_plan_create on the same list). Buffers
+ * are not copied: they must stay valid until psdp_state_deregister.
+ * ------------------------------------------------------------------------------------------------ */
+typedef struct psdp_state* psdp_state_h;
+
+/* Collective over comm; blocks until every rank has called it, up to the communicator's timeout. The ranks
+ * compare what they registered: a rank whose list or configuration differs makes every rank fail with
+ * PSDP_ERR_MISMATCH, the message naming the first buffer that differs and the ranks on each side (or the
+ * configuration). A rank whose own arguments are invalid fails with invalid argument naming the field and
+ * buffer, and the other ranks with invalid argument naming that rank; nobody waits for a timeout. Nothing
+ * is registered on any rank then, and the communicator stays usable. A NULL ptr is allowed only for a
+ * buffer of count 0. Errors: invalid argument, mismatch, timeout, remote. */
+PSDP_API psdp_status_t psdp_state_register(psdp_comm_h comm, const psdp_buffer_desc_t* buffers, int nbuffers,
+                                           const psdp_plan_config_t* config, psdp_state_h* state_p);
+
+/* Forgets the registration (local; the buffers are the caller's). Errors: invalid argument (NULL), invalid
+ * usage (deregistered already). */
+PSDP_API psdp_status_t psdp_state_deregister(psdp_state_h state);
+
+/* A copy of the state's plan, for the psdp_plan_* queries; free it with psdp_plan_free. */
+PSDP_API psdp_status_t psdp_state_get_plan(psdp_state_h state, psdp_plan_h* plan_p);
+
+/* What is registered: the number of buffers, and buffer `index` as this rank registered it (its name
+ * stays valid until psdp_state_deregister). */
+PSDP_API psdp_status_t psdp_state_buffer_count(psdp_state_h state, int* count_p);
+PSDP_API psdp_status_t psdp_state_get_buffer(psdp_state_h state, int index, psdp_buffer_desc_t* buffer_p);
+
 #ifdef __cplusplus
 }
 #endif

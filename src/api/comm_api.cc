@@ -3,6 +3,7 @@
 
 #include "api/guard.h"
 #include "api/handle.h"
+#include "api/validate.h"
 #include "base/environment.h"
 #include "core/bootstrap.h"
 #include "core/launcher_env.h"
@@ -12,6 +13,7 @@ using psdp::Deadline;
 using psdp::Result;
 using psdp::Status;
 using psdp::api::checkHandle;
+using psdp::api::checkOut;
 using psdp::api::guarded;
 using psdp::core::RendezvousId;
 
@@ -19,11 +21,6 @@ namespace {
 
 Result<Config> resolveConfig(const psdp_config_t* config) {
   return Config::resolve(config, psdp::ProcessEnvironment::instance());
-}
-
-Status checkOut(const void* out, const char* name) {
-  if (out == nullptr) return Status::invalidArgument("{} is NULL", name);
-  return Status::ok();
 }
 
 // Wraps a new communicator into a handle that the registry knows.

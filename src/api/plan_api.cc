@@ -1,49 +1,25 @@
 // The C boundary for standalone shard plans: argument checks and translation to shard::ShardPlan only.
 #include <algorithm>
-#include <cstring>
-#include <mutex>
-#include <unordered_set>
 #include <vector>
 
 #include "api/guard.h"
+#include "api/plan_args.h"
+#include "api/validate.h"
 #include "shard/reshard.h"
 #include "shard/shard_plan.h"
 
 using psdp::Result;
 using psdp::Status;
+using psdp::api::adoptPlan;
+using psdp::api::checkOut;
+using psdp::api::checkPlan;
+using psdp::api::freePlan;
 using psdp::api::guarded;
+using psdp::api::translateBuffers;
+using psdp::api::translatePlanConfig;
 namespace shard = psdp::shard;
 
-struct psdp_plan {
-  shard::ShardPlan impl;
-};
-
 namespace {
-
-// Live plans, so that a freed or foreign pointer is refused instead of dereferenced.
-struct PlanRegistry {
-  std::mutex mutex;
-  std::unordered_set<psdp_plan_h> live;
-};
-
-PlanRegistry& registry() {
-  static PlanRegistry* instance = new PlanRegistry();  // leaked: plans may be freed from static destructors
-  return *instance;
-}
-
-Status checkPlan(psdp_plan_h plan, const char* arg_name) {
-  if (plan == nullptr) return Status::invalidArgument("{} is NULL", arg_name);
-  std::lock_guard<std::mutex> lock(registry().mutex);
-  if (registry().live.count(plan) == 0) {
-    return Status::invalidUsage("{} is not a live plan (freed, or not made by psdp_plan_create)", arg_name);
-  }
-  return Status::ok();
-}
-
-Status checkOut(const void* out, const char* name) {
-  if (out == nullptr) return Status::invalidArgument("{} is NULL", name);
-  return Status::ok();
-}
 
 Status checkRank(const shard::ShardPlan& plan, int rank) {
   if (rank < 0 || rank >= plan.config().world_size) {
@@ -55,53 +31,6 @@ Status checkRank(const shard::ShardPlan& plan, int rank) {
 Status checkChunk(const shard::ShardPlan& plan, size_t chunk, bool all_allowed) {
   if ((all_allowed && chunk == PSDP_PLAN_ALL_CHUNKS) || chunk < plan.chunks().size()) return Status::ok();
   return Status::invalidArgument("chunk {} is outside [0, {})", chunk, plan.chunks().size());
-}
-
-// The caller's struct, with the fields beyond its size (an older caller) left unset.
-Result<shard::PlanConfig> translateConfig(const psdp_plan_config_t* user, int world_size, const int* rank_layout) {
-  psdp_plan_config_t c = PSDP_PLAN_CONFIG_INITIALIZER;
-  if (user != nullptr) {
-    if (user->magic != PSDP_PLAN_CONFIG_MAGIC) {
-      return Status::invalidArgument(
-          "config: magic is {:#x}, not PSDP_PLAN_CONFIG_MAGIC: initialise it with "
-          "PSDP_PLAN_CONFIG_INITIALIZER",
-          user->magic);
-    }
-    if (user->size < offsetof(psdp_plan_config_t, group_size)) {
-      return Status::invalidArgument("config: size {} is too small for a psdp_plan_config_t", user->size);
-    }
-    std::memcpy(&c, user, std::min(user->size, sizeof(c)));
-  }
-  shard::PlanConfig out;
-  out.world_size = world_size;
-  out.group_size = c.group_size == 0 ? world_size : c.group_size;
-  if (c.level != PSDP_SHARD_LEVEL_UNSET && c.level != PSDP_SHARD_LEVEL_GROUP && c.level != PSDP_SHARD_LEVEL_WORLD) {
-    return Status::invalidArgument("config: level {} is not a psdp_shard_level_t", c.level);
-  }
-  out.level = c.level == PSDP_SHARD_LEVEL_WORLD ? shard::ShardLevel::kWorld : shard::ShardLevel::kGroup;
-  out.chunk_bytes = c.chunk_bytes == 0 ? shard::kDefaultChunkBytes : c.chunk_bytes;
-  out.align_bytes = c.align_bytes == 0 ? shard::kDefaultAlignBytes : c.align_bytes;
-  out.pad_bytes = c.pad_bytes;
-  if (rank_layout != nullptr && world_size > 0) out.rank_layout.assign(rank_layout, rank_layout + world_size);
-  return out;
-}
-
-// Enum values are passed through as they are: the planner rejects unknown ones, naming the buffer.
-Result<std::vector<shard::BufferDesc>> translateBuffers(const psdp_buffer_desc_t* buffers, int nbuffers) {
-  if (nbuffers < 0) return Status::invalidArgument("nbuffers {} is negative", nbuffers);
-  if (nbuffers > 0 && buffers == nullptr) return Status::invalidArgument("buffers is NULL");
-  std::vector<shard::BufferDesc> out(nbuffers);
-  for (int i = 0; i < nbuffers; ++i) {
-    const psdp_buffer_desc_t& b = buffers[i];
-    if (b.name == nullptr) return Status::invalidArgument("buffers[{}]: name is NULL", i);
-    out[i] = shard::BufferDesc{b.name,
-                               b.count,
-                               b.dtype,
-                               static_cast<shard::Role>(static_cast<int>(b.role)),
-                               static_cast<shard::MemoryKind>(static_cast<int>(b.memory_kind)),
-                               b.device};
-  }
-  return out;
 }
 
 // Writes min(capacity, all.size()) converted entries and the total.
@@ -132,27 +61,16 @@ PSDP_API psdp_status_t psdp_plan_create(const psdp_buffer_desc_t* buffers, int n
   return guarded(nullptr, [&] {
     PSDP_RETURN_IF_ERROR(checkOut(plan_p, "plan_p"));
     PSDP_ASSIGN_OR_RETURN(std::vector<shard::BufferDesc> descs, translateBuffers(buffers, nbuffers));
-    PSDP_ASSIGN_OR_RETURN(shard::PlanConfig plan_config, translateConfig(config, world_size, rank_layout));
+    PSDP_ASSIGN_OR_RETURN(shard::PlanConfig plan_config, translatePlanConfig(config, world_size, rank_layout));
     PSDP_ASSIGN_OR_RETURN(shard::ShardPlan plan, shard::ShardPlan::build(descs, plan_config));
-    auto handle = std::make_unique<psdp_plan>(psdp_plan{std::move(plan)});
-    std::lock_guard<std::mutex> lock(registry().mutex);
-    registry().live.insert(handle.get());
-    *plan_p = handle.release();
+    *plan_p = adoptPlan(std::move(plan));
     return Status::ok();
   });
 }
 
 PSDP_API psdp_status_t psdp_plan_free(psdp_plan_h plan) {
   return guarded(nullptr, [&] {
-    if (plan == nullptr) return Status::invalidArgument("plan is NULL");
-    {
-      std::lock_guard<std::mutex> lock(registry().mutex);
-      if (registry().live.erase(plan) == 0) {
-        return Status::invalidUsage("plan is not a live plan (freed already, or not made by psdp_plan_create)");
-      }
-    }
-    delete plan;
-    return Status::ok();
+    return freePlan(plan);
   });
 }
 

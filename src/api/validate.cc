@@ -52,6 +52,11 @@ Result<size_t> countTimesRanks(const char* name, size_t count, int nranks) {
   return count * static_cast<size_t>(nranks);
 }
 
+Status checkOut(const void* out, const char* name) {
+  if (out == nullptr) return Status::invalidArgument("{} is NULL", name);
+  return Status::ok();
+}
+
 Status validateCollective(const CollectiveArgs& a) {
   if (a.stream != nullptr) {
     return Status::unsupported("{}: stream must be NULL: only host memory is supported in this build", a.name);

@@ -28,6 +28,9 @@ struct CollectiveArgs {
 
 Status validateCollective(const CollectiveArgs& args);
 
+// Invalid argument "<name> is NULL" for a NULL output pointer.
+Status checkOut(const void* out, const char* name);
+
 // count * nranks, or invalid argument naming the call (`name`) when it overflows.
 Result<size_t> countTimesRanks(const char* name, size_t count, int nranks);
 

@@ -57,4 +57,33 @@ uint64_t planHash(std::span<const BufferDesc> buffers, const PlanConfig& config,
   return h.digest();
 }
 
+uint64_t registrationDigest(const BufferDesc& buffer) {
+  Fnv1a h;
+  h.add("psdp-registration-1");
+  h.add(static_cast<uint64_t>(buffer.role));
+  h.add(buffer.name);
+  h.add(buffer.role == Role::kOptimizerState ? 0 : buffer.count);
+  h.add(static_cast<uint64_t>(buffer.dtype));
+  h.add(static_cast<uint64_t>(buffer.memory));
+  return h.digest();
+}
+
+uint64_t configDigest(const PlanConfig& config) {
+  Fnv1a h;
+  h.add("psdp-plan-config-1");
+  h.add(static_cast<uint64_t>(config.group_size));
+  h.add(static_cast<uint64_t>(config.level));
+  h.add(config.chunk_bytes);
+  h.add(config.align_bytes);
+  h.add(config.pad_bytes);
+  return h.digest();
+}
+
+uint64_t digestOf(std::span<const uint64_t> digests) {
+  Fnv1a h;
+  h.add(uint64_t{digests.size()});
+  for (uint64_t d : digests) h.add(d);
+  return h.digest();
+}
+
 }  // namespace psdp::shard

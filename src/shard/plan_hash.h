@@ -17,4 +17,13 @@ namespace psdp::shard {
 // they are sized by the plan, not input to it. Stable across runs, hosts and builds of this version.
 uint64_t planHash(std::span<const BufferDesc> buffers, const PlanConfig& config, const RankLayout& layout);
 
+// What collective registration compares (core/state_registration.h), with the same hash. One buffer as
+// every rank must register it: role, name, dtype, memory kind, and the count except for optimizer state
+// (sized per rank by the plan). Never the pointer or the device index.
+uint64_t registrationDigest(const BufferDesc& buffer);
+// The configuration fields a rank chooses (G, level, chunk, alignment, padding), not W or the layout.
+uint64_t configDigest(const PlanConfig& config);
+// A digest of a sequence of digests, order included.
+uint64_t digestOf(std::span<const uint64_t> digests);
+
 }  // namespace psdp::shard

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks the include rule of ARCHITECTURE.md and STYLE.md: each room of src/ includes only itself and
-the rooms below it, and tools, perf and bindings include only the public header (and header-only RAII
-helpers, TOOLS_MAY_USE). Prints every violation
+the rooms below it, SDK headers such as hwloc's only in the rooms that own them (SDK_HEADERS), and tools, perf
+and bindings include only the public header (and header-only RAII helpers, TOOLS_MAY_USE). Prints every violation
 and exits 1 if there is any."""
 import re
 import sys
@@ -25,9 +25,17 @@ ALLOWED = {
     "core": ["base/", "topo/", "transport/", "coll/", "shard/", "tune/", "engine/", "core/"],
     "api": ["base/", "topo/", "transport/", "coll/", "shard/", "tune/", "engine/", "core/", "api/"],
 }
+# Third-party SDK headers (system includes by path prefix) -> the only rooms that may include them, so that
+# e.g. hwloc never leaks into the pure-logic rooms (shard, tune) or the engine.
+SDK_HEADERS = {
+    "hwloc.h": ["topo"],
+    "hwloc/": ["topo"],
+    "libxml/": ["topo"],
+}
 # Header-only helpers with no library state that tools may share with src/ instead of copying them.
 TOOLS_MAY_USE = {"base/raii.h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>')
 SOURCES = {".h", ".hpp", ".cc", ".cpp", ".c", ".cu", ".cuh"}
 
 
@@ -52,6 +60,7 @@ def check_src(src: Path) -> list:
             problems.append(f"src/{rel}: not inside a known room {sorted(ALLOWED)}")
             continue
         for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            problems += check_sdk_include(rel, room, lineno, line)
             m = INCLUDE.match(line)
             if not m:
                 continue
@@ -61,6 +70,17 @@ def check_src(src: Path) -> list:
             if not any(target == a or (a.endswith("/") and target.startswith(a)) for a in ALLOWED[room]):
                 problems.append(f"src/{rel}:{lineno}: room '{room}' includes \"{target}\" from a room above it")
     return problems
+
+
+def check_sdk_include(rel: str, room: str, lineno: int, line: str) -> list:
+    """A third-party SDK header included outside the rooms that own that SDK."""
+    m = SYSTEM_INCLUDE.match(line)
+    if not m:
+        return []
+    for prefix, rooms in SDK_HEADERS.items():
+        if m.group(1).startswith(prefix) and room not in rooms:
+            return [f"src/{rel}:{lineno}: room '{room}' includes <{m.group(1)}>, which only {rooms} may use"]
+    return []
 
 
 def check_public_only(root: Path, folder: str) -> list:

@@ -1,0 +1,36 @@
+#include "topo/hwloc_source.h"
+
+#include <cerrno>
+#include <climits>
+#include <string>
+#include <utility>
+
+#include "topo/hwloc_handle.h"
+#include "topo/hwloc_import.h"
+
+namespace psdp::topo {
+
+Result<Topology> discoverWithHwloc() {
+  // KEEP_IMPORTANT keeps GPUs, NICs and the bridges above them and skips the rest of the PCI bus, which on a
+  // large server is most of the discovery time.
+  PSDP_ASSIGN_OR_RETURN(HwlocTopology hwloc, makeHwlocTopology(HWLOC_TYPE_FILTER_KEEP_IMPORTANT));
+  errno = 0;
+  PSDP_RETURN_IF_ERROR(hwlocCheck(hwloc_topology_load(hwloc.get()), "hwloc_topology_load"));
+  return importHwloc(hwloc.get(), TopologySource::kLiveMachine, "live machine");
+}
+
+Result<Topology> readHwlocXml(std::string_view text, std::string origin) {
+  if (text.size() >= INT_MAX) return Status::invalidArgument("{}: topology file too large", origin);
+  // KEEP_ALL: XML import drops I/O objects unless told otherwise, and the bridges matter for path classes.
+  PSDP_ASSIGN_OR_RETURN(HwlocTopology hwloc, makeHwlocTopology(HWLOC_TYPE_FILTER_KEEP_ALL));
+  // hwloc wants the terminating NUL inside the buffer, as its own exports produce.
+  std::string buffer(text);
+  errno = 0;
+  if (hwloc_topology_set_xmlbuffer(hwloc.get(), buffer.c_str(), static_cast<int>(buffer.size() + 1)) != 0 ||
+      hwloc_topology_load(hwloc.get()) != 0) {
+    return Status::invalidArgument("{}: hwloc cannot import this XML topology", origin);
+  }
+  return importHwloc(hwloc.get(), TopologySource::kHwlocXml, std::move(origin));
+}
+
+}  // namespace psdp::topo
