@@ -45,7 +45,7 @@ struct OpContext {
   StagingPool* staging = nullptr;
   AgreementChannel* agreement = nullptr;
 
-  // What this rank called, as compared with the neighbours and named in messages.
+  // What this rank called, as the agreement compares it and messages name it.
   OpHeader header;
 
   int depth() const { return sends->size(); }

@@ -1,10 +1,7 @@
-// The header every collective exchanges with its ring neighbours before it may complete: what the rank
-// called (kind, sequence number, count, dtype, op, root). Ranks that disagree, because one called another
-// collective, another count, dtype, op or root, or skipped a call, find out from the header instead of
-// matching each other's data: the operation fails with mismatch on the ranks that see the difference, and
-// the communicator's fail notice carries it to every other rank (core/coll_engine.h).
-//
-// Comparing with the left neighbour is enough: if every rank agrees with its left neighbour, all agree.
+// The header of every collective: what the rank called (kind, sequence number, count, dtype, op, root).
+// Ranks that disagree, because one called another collective, another count, dtype, op or root, or
+// skipped a call, find out from the headers (exchanged by coll/op_header_check.h before the call may
+// complete) instead of from each other's data.
 #pragma once
 
 #include <psdp/psdp.h>
