@@ -69,9 +69,7 @@ PSDP_API psdp_status_t psdp_plan_create(const psdp_buffer_desc_t* buffers, int n
 }
 
 PSDP_API psdp_status_t psdp_plan_free(psdp_plan_h plan) {
-  return guarded(nullptr, [&] {
-    return freePlan(plan);
-  });
+  return guarded(nullptr, [&] { return freePlan(plan); });
 }
 
 PSDP_API psdp_status_t psdp_plan_hash(psdp_plan_h plan, uint64_t* hash_p) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "base/deadline.h"
+#include "base/dtype.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "coll/custom_ops.h"
@@ -67,8 +68,8 @@ inline constexpr size_t kMinChunkBytes = 64;
 
 // True for the (dtype, op) pairs the reduction kernels implement.
 bool isReductionSupported(psdp_dtype_t dtype, psdp_op_t op);
-size_t dtypeSize(psdp_dtype_t dtype);  // 0 for an unknown dtype
-const char* dtypeName(psdp_dtype_t dtype);
+using psdp::dtypeName;
+using psdp::dtypeSize;
 const char* opName(psdp_op_t op);
 
 // The collectives of one communicator: owns the staging memory (allocated and touched once, at creation),

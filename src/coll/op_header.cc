@@ -69,7 +69,8 @@ OpHeaderBytes encodeOpHeader(const OpHeader& header) {
 
 Result<OpHeader> decodeOpHeader(const std::byte* data, size_t bytes) {
   Wire wire;
-  if (bytes != sizeof(wire)) return Status::mismatch("an operation header of {} bytes, expected {}", bytes, sizeof(wire));
+  if (bytes != sizeof(wire))
+    return Status::mismatch("an operation header of {} bytes, expected {}", bytes, sizeof(wire));
   std::memcpy(&wire, data, sizeof(wire));
   if (wire.magic != kMagic) {
     return Status::mismatch("an operation header with magic {:#x}, expected {:#x} (another psdp version?)", wire.magic,

@@ -22,10 +22,10 @@ const char* opKindName(OpKind kind);  // "all-reduce"
 struct OpHeader {
   OpKind kind = OpKind::kBarrier;
   uint32_t seq = 0;
-  uint64_t count = 0;                  // 0 for the barrier
-  psdp_dtype_t dtype = PSDP_UINT8;     // PSDP_UINT8 for the barrier
-  psdp_op_t op = PSDP_NUM_OPS;         // reductions only, else PSDP_NUM_OPS; see withOp()
-  int32_t root = -1;                   // broadcast only
+  uint64_t count = 0;               // 0 for the barrier
+  psdp_dtype_t dtype = PSDP_UINT8;  // PSDP_UINT8 for the barrier
+  psdp_op_t op = PSDP_NUM_OPS;      // reductions only, else PSDP_NUM_OPS; see withOp()
+  int32_t root = -1;                // broadcast only
 
   bool hasData() const { return kind != OpKind::kBarrier; }
   bool isReduction() const;

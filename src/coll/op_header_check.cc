@@ -81,8 +81,8 @@ Status OpHeaderCheck::post(const OpContext& op) {
 Status OpHeaderCheck::sendRound(const OpContext& op) {
   AgreementChannel::Round& round = op.agreement->round(round_);
   round.outgoing = encodeOpAgreement(known_);
-  return op.transport->send(toPeer(op, round_), makeHeaderTag(op.agreement->contextId(), round_),
-                            round.outgoing.data(), round.outgoing.size(), &round.sent);
+  return op.transport->send(toPeer(op, round_), makeHeaderTag(op.agreement->contextId(), round_), round.outgoing.data(),
+                            round.outgoing.size(), &round.sent);
 }
 
 Result<bool> OpHeaderCheck::poll(const OpContext& op) {

@@ -80,7 +80,8 @@ Status describeListMismatch(Communicator& comm, const std::vector<shard::BufferD
     std::vector<uint64_t> column(summaries.size());
     for (size_t r = 0; r < summaries.size(); ++r) column[r] = all[r * longest + i];
     if (std::all_of(column.begin(), column.end(), [&](uint64_t v) { return v == column[0]; })) continue;
-    std::string here = i < buffers.size() ? describeBuffer(buffers[i]) : std::string("no buffer (its list ends before)");
+    std::string here =
+        i < buffers.size() ? describeBuffer(buffers[i]) : std::string("no buffer (its list ends before)");
     return Status::mismatch("ranks registered different state from buffers[{}] on: {} (rank {} registers {})", i,
                             describeSides(column), comm.rank(), here);
   }
@@ -102,9 +103,9 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
     for (const shard::BufferDesc& b : buffers) digests.push_back(shard::registrationDigest(b));
     mine = Summary{shard::digestOf(digests), shard::configDigest(config), buffers.size(), 0};
   }
-  Result<shard::ShardPlan> plan =
-      input.isOk() ? planLocally(buffers, input.value().pointers, input.value().config, comm.rank())
-                   : Result<shard::ShardPlan>(input.status());
+  Result<shard::ShardPlan> plan = input.isOk()
+                                      ? planLocally(buffers, input.value().pointers, input.value().config, comm.rank())
+                                      : Result<shard::ShardPlan>(input.status());
   mine.rejected = plan.isOk() ? 0 : 1;
   std::vector<Summary> all(static_cast<size_t>(comm.size()));
   PSDP_RETURN_IF_ERROR(comm.allGather(&mine, all.data(), kSummaryWords, PSDP_UINT64));
@@ -112,9 +113,10 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
   if (!plan.isOk()) return plan.status();
   for (int r = 0; r < comm.size(); ++r) {
     if (all[r].rejected != 0) {
-      return Status::invalidArgument("rank {} rejected its own buffer list or plan configuration (its error names "
-                                     "the field); nothing was registered",
-                                     r);
+      return Status::invalidArgument(
+          "rank {} rejected its own buffer list or plan configuration (its error names "
+          "the field); nothing was registered",
+          r);
     }
   }
   std::vector<uint64_t> configs, lists;
@@ -123,8 +125,7 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
     lists.push_back(s.list_digest);
   }
   if (std::any_of(configs.begin(), configs.end(), [&](uint64_t v) { return v != configs[0]; })) {
-    return Status::mismatch("ranks registered state with different plan configurations: {}",
-                            describeSides(configs));
+    return Status::mismatch("ranks registered state with different plan configurations: {}", describeSides(configs));
   }
   if (std::any_of(lists.begin(), lists.end(), [&](uint64_t v) { return v != lists[0]; })) {
     return describeListMismatch(comm, buffers, digests, all);

@@ -6,42 +6,6 @@
 
 namespace psdp::shard {
 
-uint64_t elementSize(psdp_dtype_t dtype) {
-  switch (dtype) {
-    case PSDP_INT8:
-    case PSDP_UINT8: return 1;
-    case PSDP_FLOAT16:
-    case PSDP_BFLOAT16: return 2;
-    case PSDP_INT32:
-    case PSDP_UINT32:
-    case PSDP_FLOAT32: return 4;
-    case PSDP_INT64:
-    case PSDP_UINT64:
-    case PSDP_FLOAT64: return 8;
-    case PSDP_NUM_DTYPES:
-    case PSDP_DTYPE_MAX_ENUM: break;
-  }
-  return 0;
-}
-
-const char* dtypeName(psdp_dtype_t dtype) {
-  switch (dtype) {
-    case PSDP_INT8: return "int8";
-    case PSDP_UINT8: return "uint8";
-    case PSDP_INT32: return "int32";
-    case PSDP_UINT32: return "uint32";
-    case PSDP_INT64: return "int64";
-    case PSDP_UINT64: return "uint64";
-    case PSDP_FLOAT16: return "float16";
-    case PSDP_BFLOAT16: return "bfloat16";
-    case PSDP_FLOAT32: return "float32";
-    case PSDP_FLOAT64: return "float64";
-    case PSDP_NUM_DTYPES:
-    case PSDP_DTYPE_MAX_ENUM: break;
-  }
-  return "unknown";
-}
-
 const char* roleName(Role role) {
   switch (role) {
     case Role::kParameter: return "parameter";
@@ -60,7 +24,7 @@ Status checkBuffer(size_t i, const BufferDesc& b) {
   if (b.count == 0 && b.role != Role::kOptimizerState) {
     return Status::invalidArgument("buffers[{}] '{}': count is 0", i, b.name);
   }
-  uint64_t size = elementSize(b.dtype);
+  uint64_t size = dtypeSize(b.dtype);
   if (size == 0) {
     return Status::invalidArgument("buffers[{}] '{}': dtype {} is not a psdp_dtype_t", i, b.name,
                                    static_cast<int>(b.dtype));
@@ -124,9 +88,9 @@ Status checkAlignment(std::span<const BufferDesc> buffers, const PlanConfig& con
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc& b = buffers[i];
     if (b.role == Role::kOptimizerState) continue;  // not part of the flat spaces
-    if (elementSize(b.dtype) > align) {
+    if (dtypeSize(b.dtype) > align) {
       return Status::invalidArgument("align_bytes {} is smaller than the {}-byte dtype {} of buffers[{}] '{}'", align,
-                                     elementSize(b.dtype), dtypeName(b.dtype), i, b.name);
+                                     dtypeSize(b.dtype), dtypeName(b.dtype), i, b.name);
     }
   }
   if (config.pad_bytes % align != 0) {
@@ -173,7 +137,7 @@ Status checkTotal(std::span<const BufferDesc> buffers) {
   uint64_t total = 0;
   for (size_t i = 0; i < buffers.size(); ++i) {
     if (buffers[i].role != Role::kParameter) continue;
-    uint64_t bytes = buffers[i].count * elementSize(buffers[i].dtype);
+    uint64_t bytes = buffers[i].count * dtypeSize(buffers[i].dtype);
     if (__builtin_add_overflow(total, bytes, &total)) {
       return Status::invalidArgument("buffers[{}] '{}': the parameters' byte sizes add up beyond 64 bits", i,
                                      buffers[i].name);

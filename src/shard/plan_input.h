@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/dtype.h"
 #include "base/status.h"
 
 namespace psdp::shard {
@@ -50,9 +51,9 @@ struct PlanConfig {
   std::vector<int> rank_layout;
 };
 
-// Bytes of one element; 0 for a value outside psdp_dtype_t.
-uint64_t elementSize(psdp_dtype_t dtype);
-const char* dtypeName(psdp_dtype_t dtype);
+// Element sizes and dtype names are base/dtype.h's.
+using psdp::dtypeName;
+using psdp::dtypeSize;
 const char* roleName(Role role);
 
 // Rejects what cannot make a plan, with invalid-argument naming the field and the buffer (index and

@@ -79,8 +79,8 @@ Status ShardPlan::buildChunks() {
   const uint64_t level_parts = config_.level == ShardLevel::kWorld ? config_.world_size : config_.group_size;
   for (size_t s = 0; s < spaces_.size(); ++s) {
     Space& space = spaces_[s];
-    const uint64_t a = elementSize(space.dtype);
-    const uint64_t b = space.grad_dtype ? elementSize(*space.grad_dtype) : a;
+    const uint64_t a = dtypeSize(space.dtype);
+    const uint64_t b = space.grad_dtype ? dtypeSize(*space.grad_dtype) : a;
     const uint64_t s_min = std::min(a, b), s_max = std::max(a, b);
     space.unit = config_.align_bytes / s_min;
     const uint64_t pad_unit = std::max(space.unit, config_.pad_bytes / s_min);

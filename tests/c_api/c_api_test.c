@@ -8,28 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    ++checks;                                                                  \
-    if (!(cond)) {                                                             \
-      ++failures;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* The call returns `code` and the thread's (or comm's) last error mentions `word`. */
-#define CHECK_ERROR(call, code, comm, word)                                                                 \
-  do {                                                                                                      \
-    psdp_status_t s_ = (call);                                                                              \
-    CHECK(s_ == (code));                                                                                    \
-    if (s_ != (code)) fprintf(stderr, "  got %s: %s\n", psdp_status_string(s_), psdp_get_last_error(comm)); \
-    CHECK(strstr(psdp_get_last_error(comm), (word)) != NULL);                                               \
-    if (strstr(psdp_get_last_error(comm), (word)) == NULL)                                                  \
-      fprintf(stderr, "  message '%s' lacks '%s'\n", psdp_get_last_error(comm), (word));                    \
-  } while (0)
+#include "c_checks.h"
 
 static void test_abi(void) {
   /* The public struct layouts are ABI: changing them breaks compiled users. */
@@ -219,6 +198,5 @@ int main(void) {
   test_init_arguments();
   test_handle_arguments();
   test_one_rank_lifecycle();
-  printf("%d passed, %d failed\n", checks - failures, failures);
-  return failures == 0 ? 0 : 1;
+  return finish_checks();
 }

@@ -6,28 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures = 0;
-static int checks = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    ++checks;                                                                  \
-    if (!(cond)) {                                                             \
-      ++failures;                                                              \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
-
-/* The call returns `code` and the thread's last error mentions `word`. */
-#define CHECK_ERROR(call, code, word)                                                                       \
-  do {                                                                                                      \
-    psdp_status_t s_ = (call);                                                                              \
-    CHECK(s_ == (code));                                                                                    \
-    if (s_ != (code)) fprintf(stderr, "  got %s: %s\n", psdp_status_string(s_), psdp_get_last_error(NULL)); \
-    CHECK(strstr(psdp_get_last_error(NULL), (word)) != NULL);                                               \
-    if (strstr(psdp_get_last_error(NULL), (word)) == NULL)                                                  \
-      fprintf(stderr, "  message '%s' lacks '%s'\n", psdp_get_last_error(NULL), (word));                    \
-  } while (0)
+#include "c_checks.h"
 
 #define NBUF 5
 static psdp_buffer_desc_t buffers[NBUF];
@@ -119,17 +98,17 @@ static void test_queries(void) {
   CHECK(psdp_plan_find_chunk(plan, 3, 895, &chunk, &at) == PSDP_SUCCESS);
   CHECK(chunk == chunks - 1);
   CHECK(psdp_plan_get_chunk(plan, chunk, &info) == PSDP_SUCCESS && info.offset + at == 100000 + 895);
-  CHECK_ERROR(psdp_plan_find_chunk(plan, 4, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, "optimizer state");
-  CHECK_ERROR(psdp_plan_find_chunk(plan, 1, 896, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, "offset 896");
-  CHECK_ERROR(psdp_plan_find_chunk(plan, 5, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, "buffer 5");
-  CHECK_ERROR(psdp_plan_owned_count(plan, 8, 0, &n), PSDP_ERR_INVALID_ARGUMENT, "rank 8");
-  CHECK_ERROR(psdp_plan_owned_count(plan, 0, chunks, &n), PSDP_ERR_INVALID_ARGUMENT, "chunk");
-  CHECK_ERROR(psdp_plan_get_chunk(plan, PSDP_PLAN_ALL_CHUNKS, &info), PSDP_ERR_INVALID_ARGUMENT, "chunk");
-  CHECK_ERROR(psdp_plan_owned_ranges(plan, 0, 0, NULL, 3, &n), PSDP_ERR_INVALID_ARGUMENT, "NULL");
-  CHECK_ERROR(psdp_plan_hash(plan, NULL), PSDP_ERR_INVALID_ARGUMENT, "hash_p");
+  CHECK_ERROR(psdp_plan_find_chunk(plan, 4, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "optimizer state");
+  CHECK_ERROR(psdp_plan_find_chunk(plan, 1, 896, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "offset 896");
+  CHECK_ERROR(psdp_plan_find_chunk(plan, 5, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "buffer 5");
+  CHECK_ERROR(psdp_plan_owned_count(plan, 8, 0, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "rank 8");
+  CHECK_ERROR(psdp_plan_owned_count(plan, 0, chunks, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "chunk");
+  CHECK_ERROR(psdp_plan_get_chunk(plan, PSDP_PLAN_ALL_CHUNKS, &info), PSDP_ERR_INVALID_ARGUMENT, NULL, "chunk");
+  CHECK_ERROR(psdp_plan_owned_ranges(plan, 0, 0, NULL, 3, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "NULL");
+  CHECK_ERROR(psdp_plan_hash(plan, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "hash_p");
   CHECK(psdp_plan_free(same) == PSDP_SUCCESS);
-  CHECK_ERROR(psdp_plan_free(same), PSDP_ERR_INVALID_USAGE, "plan");
-  CHECK_ERROR(psdp_plan_hash(same, &h2), PSDP_ERR_INVALID_USAGE, "plan");
+  CHECK_ERROR(psdp_plan_free(same), PSDP_ERR_INVALID_USAGE, NULL, "plan");
+  CHECK_ERROR(psdp_plan_hash(same, &h2), PSDP_ERR_INVALID_USAGE, NULL, "plan");
   CHECK(psdp_plan_free(plan) == PSDP_SUCCESS);
 }
 
@@ -154,7 +133,7 @@ static void test_reshard(void) {
   }
   CHECK(written == owned && owned == 100000 + 896);
   free(moves);
-  CHECK_ERROR(psdp_plan_reshard_moves(from, NULL, NULL, 0, &n), PSDP_ERR_INVALID_ARGUMENT, "new_plan");
+  CHECK_ERROR(psdp_plan_reshard_moves(from, NULL, NULL, 0, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "new_plan");
   psdp_plan_free(from);
   psdp_plan_free(to);
 }
@@ -163,41 +142,44 @@ static void test_bad_arguments(void) {
   psdp_plan_config_t config = PSDP_PLAN_CONFIG_INITIALIZER;
   psdp_plan_h plan = NULL;
   int layout[4] = {0, 1, 2, 2};
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, "plan_p");
-  CHECK_ERROR(psdp_plan_create(buffers, 0, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "buffers");
-  CHECK_ERROR(psdp_plan_create(NULL, 2, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "buffers");
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 0, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "world_size");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "plan_p");
+  CHECK_ERROR(psdp_plan_create(buffers, 0, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "buffers");
+  CHECK_ERROR(psdp_plan_create(NULL, 2, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "buffers");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 0, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "world_size");
   config.group_size = 3;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "group_size 3");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL,
+              "group_size 3");
   config.group_size = 0;
   config.align_bytes = 96;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "align_bytes");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "align_bytes");
   config.align_bytes = 2; /* the float32 gradients need 4 */
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "align_bytes 2");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL,
+              "align_bytes 2");
   config.align_bytes = 0;
   config.level = 7;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "level 7");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "level 7");
   config.level = PSDP_SHARD_LEVEL_UNSET;
   config.magic = 0;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "magic");
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, layout, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "rank_layout[3]");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "magic");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, layout, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL,
+              "rank_layout[3]");
   buffers[1].name = "embed";
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "duplicate");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "duplicate");
   buffers[1].name = NULL;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "buffers[1]");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "buffers[1]");
   make_buffers();
   buffers[2].count = 0;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "count is 0");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "count is 0");
   make_buffers();
   buffers[0].count = (size_t)1 << 63; /* and its float32 gradient: 2^65 bytes */
   buffers[2].count = (size_t)1 << 63;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "overflows");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "overflows");
   make_buffers();
   buffers[0].role = (psdp_buffer_role_t)9;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, "role 9");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 4, NULL, NULL, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "role 9");
   make_buffers();
   CHECK(plan == NULL); /* outputs are written only on success */
-  CHECK_ERROR(psdp_plan_free(NULL), PSDP_ERR_INVALID_ARGUMENT, "plan");
+  CHECK_ERROR(psdp_plan_free(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "plan");
 }
 
 static void test_older_config(void) {
@@ -209,7 +191,7 @@ static void test_older_config(void) {
   CHECK(psdp_plan_create(buffers, NBUF, 2, NULL, &config, &plan) == PSDP_SUCCESS);
   if (plan != NULL) psdp_plan_free(plan);
   config.size = 8;
-  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 2, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, "size 8");
+  CHECK_ERROR(psdp_plan_create(buffers, NBUF, 2, NULL, &config, &plan), PSDP_ERR_INVALID_ARGUMENT, NULL, "size 8");
 }
 
 int main(void) {
@@ -219,6 +201,5 @@ int main(void) {
   test_reshard();
   test_bad_arguments();
   test_older_config();
-  printf("plan_api_test: %d checks, %d failures\n", checks, failures);
-  return failures == 0 ? 0 : 1;
+  return finish_checks();
 }

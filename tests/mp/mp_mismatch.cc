@@ -117,9 +117,9 @@ int main() {
     worst = std::max(worst, seconds);
     std::string error = psdp_get_last_error(child);
     report.check(s == PSDP_ERR_MISMATCH, name + ": the call fails with mismatch: " + why(child, s));
-    report.check(contains(error, scenario.agreed_words) && contains(error, scenario.odd_words),
-                 name + ": the error names both calls (" + scenario.agreed_words + "; " + scenario.odd_words +
-                     "): " + error);
+    report.check(
+        contains(error, scenario.agreed_words) && contains(error, scenario.odd_words),
+        name + ": the error names both calls (" + scenario.agreed_words + "; " + scenario.odd_words + "): " + error);
     report.check(seconds < kMaxSecondsToError, name + ": it failed after " + std::to_string(seconds) + " s");
     s = psdp_barrier(child, nullptr);
     report.check(s == PSDP_ERR_MISMATCH, name + ": later calls fail with the same status: " + why(child, s));

@@ -69,7 +69,8 @@ bool contains(const std::string& text, const std::string& words) {
 
 void checkUsable(psdp_comm_h comm, int nranks, const std::string& after, psdp::mp::Report& report) {
   std::vector<int> data(100, 1);
-  psdp_status_t s = psdp_all_reduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
+  psdp_status_t s =
+      psdp_all_reduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
   report.check(s == PSDP_SUCCESS && data[0] == nranks && data[99] == nranks,
                "the communicator is usable after " + after + ": " + why(comm, s));
 }
@@ -80,7 +81,8 @@ void registersOnePlan(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& 
   const psdp_plan_config_t config = planConfig(nranks);
   if (!model.addOptimizerState(nranks, rank, config, report)) return;
   psdp_state_h state = nullptr;
-  psdp_status_t s = psdp_state_register(comm, model.descs.data(), static_cast<int>(model.descs.size()), &config, &state);
+  psdp_status_t s =
+      psdp_state_register(comm, model.descs.data(), static_cast<int>(model.descs.size()), &config, &state);
   report.check(s == PSDP_SUCCESS && state != nullptr, "register: " + why(comm, s));
   if (s != PSDP_SUCCESS) return;
 
@@ -122,8 +124,8 @@ struct Disagreement {
   // own plan) unless `after_state`.
   std::function<void(Model&, psdp_plan_config_t&)> change;
   bool after_state;
-  psdp_status_t status;    // on every rank
-  std::string words;       // in every rank's error
+  psdp_status_t status;  // on every rank
+  std::string words;     // in every rank's error
 };
 
 void failsEverywhere(psdp_comm_h comm, int rank, int nranks, const Disagreement& d, psdp::mp::Report& report) {
@@ -136,7 +138,8 @@ void failsEverywhere(psdp_comm_h comm, int rank, int nranks, const Disagreement&
   if (odd && d.after_state) d.change(model, config);
   psdp_state_h state = nullptr;
   Clock::time_point start = Clock::now();
-  psdp_status_t s = psdp_state_register(comm, model.descs.data(), static_cast<int>(model.descs.size()), &config, &state);
+  psdp_status_t s =
+      psdp_state_register(comm, model.descs.data(), static_cast<int>(model.descs.size()), &config, &state);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::string error = psdp_get_last_error(comm);
   report.check(s == d.status, name + ": status " + why(comm, s));
@@ -171,8 +174,8 @@ int main() {
          PSDP_ERR_MISMATCH, "from buffers[2] on"},
         {"a shorter list", [](Model& m, psdp_plan_config_t&) { m.descs.pop_back(); }, true, PSDP_ERR_MISMATCH,
          "from buffers[7] on"},
-        {"another configuration", [](Model&, psdp_plan_config_t& c) { c.chunk_bytes = 8192; }, false,
-         PSDP_ERR_MISMATCH, "different plan configurations"},
+        {"another configuration", [](Model&, psdp_plan_config_t& c) { c.chunk_bytes = 8192; }, false, PSDP_ERR_MISMATCH,
+         "different plan configurations"},
         {"a NULL pointer on one rank", [](Model& m, psdp_plan_config_t&) { m.descs[0].ptr = nullptr; }, true,
          PSDP_ERR_INVALID_ARGUMENT, "ptr is NULL"},
         {"optimizer state of the wrong size", [](Model& m, psdp_plan_config_t&) { m.descs.back().count += 1; }, true,

@@ -13,8 +13,17 @@ namespace {
 // misalignment within a line; the bytes just outside the destination must stay untouched.
 TEST(StreamingCopyTest, CopiesExactlyWhateverTheSizeAndAlignment) {
   constexpr size_t kGuard = 64;
-  const size_t sizes[] = {0, 1, 15, 63, 64, 4095, kStreamingMinBytes - 1, kStreamingMinBytes,
-                          kStreamingMinBytes + 1, kStreamingMinBytes + 63, 3 * kStreamingMinBytes + 17};
+  const size_t sizes[] = {0,
+                          1,
+                          15,
+                          63,
+                          64,
+                          4095,
+                          kStreamingMinBytes - 1,
+                          kStreamingMinBytes,
+                          kStreamingMinBytes + 1,
+                          kStreamingMinBytes + 63,
+                          3 * kStreamingMinBytes + 17};
   std::vector<uint8_t> src(3 * kStreamingMinBytes + 17 + 2 * kGuard);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
   std::vector<uint8_t> dst(src.size() + 2 * kGuard);

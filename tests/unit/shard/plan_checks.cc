@@ -41,7 +41,7 @@ Flat recomputeFlat(const std::vector<BufferDesc>& buffers) {
     f.offset[b] = next[key];
     next[key] += p.count;
     members[key].push_back(b);
-    uint64_t a = elementSize(p.dtype), c = g ? elementSize(g->dtype) : a;
+    uint64_t a = dtypeSize(p.dtype), c = g ? dtypeSize(g->dtype) : a;
     f.s_min[b] = std::min(a, c);
     f.s_max[b] = std::max(a, c);
     f.param_of[b] = b;

@@ -46,7 +46,7 @@ std::vector<BufferDesc> randomBuffers(std::mt19937_64& rng, int max_params) {
     BufferDesc g = p;
     g.name = p.name + ".grad";
     g.role = Role::kGradient;
-    if (wider_grads && elementSize(p.dtype) < 4) g.dtype = PSDP_FLOAT32;  // e.g. bfloat16 weights, float32 grads
+    if (wider_grads && dtypeSize(p.dtype) < 4) g.dtype = PSDP_FLOAT32;  // e.g. bfloat16 weights, float32 grads
     return g;
   };
   const bool interleave = pick(rng, 0, 1) != 0;  // p0 g0 p1 g1 ... or all parameters, then all gradients
@@ -75,14 +75,14 @@ PlanConfig randomConfig(std::mt19937_64& rng, const std::vector<BufferDesc>& buf
   c.level = pick(rng, 0, 1) ? ShardLevel::kWorld : ShardLevel::kGroup;
   uint64_t widest = 1;
   for (const BufferDesc& b : buffers) {
-    if (b.role != Role::kOptimizerState) widest = std::max(widest, elementSize(b.dtype));
+    if (b.role != Role::kOptimizerState) widest = std::max(widest, dtypeSize(b.dtype));
   }
   c.align_bytes = widest << pick(rng, 0, 12 - std::countr_zero(widest));
   static constexpr uint64_t kChunks[] = {1, 1000, 4096, 65536, 1 << 20, 64 << 20, ~uint64_t{0}};
   c.chunk_bytes = kChunks[pick(rng, 0, std::size(kChunks) - 1)];
   // Tiny chunks over millions of elements make hundreds of thousands of chunks: valid, but slow to check.
   uint64_t total_bytes = 0;
-  for (const BufferDesc& b : buffers) total_bytes += b.role == Role::kParameter ? b.count * elementSize(b.dtype) : 0;
+  for (const BufferDesc& b : buffers) total_bytes += b.role == Role::kParameter ? b.count * dtypeSize(b.dtype) : 0;
   c.chunk_bytes = std::max(c.chunk_bytes, total_bytes / 2000);
   if (pick(rng, 0, 3) == 0) c.pad_bytes = c.align_bytes << pick(rng, 0, 3);
   if (pick(rng, 0, 2) == 0) {
