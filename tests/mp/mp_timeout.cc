@@ -17,7 +17,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -39,8 +38,14 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-bool matches(const std::string& text, const char* pattern) {
-  return std::regex_search(text, std::regex(pattern));
+// Whether `text` has `prefix` followed by a number whose first digit is at least `lowest`. (std::regex
+// would do, but GCC 12 warns inside <regex> under the sanitizers.)
+bool containsNumbered(const std::string& text, const std::string& prefix, char lowest = '0') {
+  for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+    size_t digit = at + prefix.size();
+    if (digit < text.size() && text[digit] >= lowest && text[digit] <= '9') return true;
+  }
+  return false;
 }
 
 // Rank 0's side: the all-reduce its peers never join, then a call on the failed communicator.
@@ -68,10 +73,10 @@ Clock::time_point timeOut(psdp_comm_h child, size_t count, bool nonblocking, psd
       seconds >= kShortTimeoutS - kEarlyMarginS && seconds <= kShortTimeoutS + kLateMarginS,
       "timeout after " + std::to_string(seconds) + " s, PSDP_TIMEOUT " + std::to_string(kShortTimeoutS) + " s");
   report.check(error.find("timed out") != std::string::npos, "the error says it timed out: " + error);
-  report.check(matches(error, "all-reduce #[0-9]+"), "the error names the kind and sequence number: " + error);
+  report.check(containsNumbered(error, "all-reduce #"), "the error names the kind and sequence number: " + error);
   report.check(error.find("count " + std::to_string(count)) != std::string::npos,
                "the error names the count: " + error);
-  report.check(matches(error, "peer [1-9]"), "the error names a peer it waited on: " + error);
+  report.check(containsNumbered(error, "peer ", '1'), "the error names a peer it waited on: " + error);
   std::printf("rank 0: timeout after %.3f s (PSDP_TIMEOUT %.1f s): %s\n", seconds, kShortTimeoutS, error.c_str());
 
   start = Clock::now();
