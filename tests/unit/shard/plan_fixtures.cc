@@ -5,8 +5,25 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 namespace psdp::shard::testing {
+
+PlanConfig config(int w, int g, ShardLevel level, uint64_t chunk_bytes, uint64_t align_bytes) {
+  PlanConfig c;
+  c.world_size = w;
+  c.group_size = g;
+  c.level = level;
+  c.chunk_bytes = chunk_bytes;
+  c.align_bytes = align_bytes;
+  return c;
+}
+
+ShardPlan mustBuild(const std::vector<BufferDesc>& buffers, const PlanConfig& c) {
+  auto plan = ShardPlan::build(buffers, c);
+  EXPECT_TRUE(plan.isOk()) << plan.status().toString();
+  return std::move(plan).value();
+}
 namespace {
 
 uint64_t pick(std::mt19937_64& rng, uint64_t lo, uint64_t hi) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "shard/plan_input.h"
+#include "shard/shard_plan.h"
 
 namespace psdp::shard::testing {
 
@@ -20,6 +21,12 @@ std::vector<BufferDesc> randomBuffers(std::mt19937_64& rng, int max_params);
 // tiny (many chunks) to huge (one per space), alignments from the widest dtype up to 4 KiB, sometimes
 // padding and a shuffled rank layout.
 PlanConfig randomConfig(std::mt19937_64& rng, const std::vector<BufferDesc>& buffers);
+
+// W ranks in groups of G at `level`, with small chunks and alignment so that small lists make many pieces.
+PlanConfig config(int w, int g, ShardLevel level, uint64_t chunk_bytes = 1024, uint64_t align_bytes = 16);
+
+// The plan of a list the test knows is valid. A failure is reported (EXPECT) before its value is taken.
+ShardPlan mustBuild(const std::vector<BufferDesc>& buffers, const PlanConfig& c);
 
 // One line describing a configuration, for failure messages.
 std::string describe(const PlanConfig& config);

@@ -11,14 +11,10 @@
 namespace psdp::shard {
 namespace {
 
+using testing::config;
 using testing::describe;
+using testing::mustBuild;
 using testing::reshardMovesValid;
-
-ShardPlan mustBuild(const std::vector<BufferDesc>& buffers, const PlanConfig& c) {
-  auto plan = ShardPlan::build(buffers, c);
-  EXPECT_TRUE(plan.isOk()) << plan.status().toString();
-  return std::move(plan).value();
-}
 
 std::vector<BufferDesc> params(std::initializer_list<uint64_t> counts) {
   std::vector<BufferDesc> out;
@@ -27,16 +23,6 @@ std::vector<BufferDesc> params(std::initializer_list<uint64_t> counts) {
         BufferDesc{"p" + std::to_string(out.size()), n, PSDP_FLOAT32, Role::kParameter, MemoryKind::kHost, 0});
   }
   return out;
-}
-
-PlanConfig config(int w, int g, ShardLevel level, uint64_t chunk_bytes = 1024, uint64_t align_bytes = 16) {
-  PlanConfig c;
-  c.world_size = w;
-  c.group_size = g;
-  c.level = level;
-  c.chunk_bytes = chunk_bytes;
-  c.align_bytes = align_bytes;
-  return c;
 }
 
 TEST(ReshardTest, SamePlanKeepsEveryFileInPlace) {

@@ -10,28 +10,14 @@
 namespace psdp::shard {
 namespace {
 
+using testing::config;
 using testing::describe;
+using testing::mustBuild;
 using testing::planInvariantsHold;
 
 BufferDesc param(const char* name, uint64_t count, psdp_dtype_t dtype = PSDP_FLOAT32,
                  MemoryKind memory = MemoryKind::kHost) {
   return BufferDesc{name, count, dtype, Role::kParameter, memory, 0};
-}
-
-PlanConfig config(int w, int g, ShardLevel level, uint64_t chunk_bytes, uint64_t align_bytes) {
-  PlanConfig c;
-  c.world_size = w;
-  c.group_size = g;
-  c.level = level;
-  c.chunk_bytes = chunk_bytes;
-  c.align_bytes = align_bytes;
-  return c;
-}
-
-ShardPlan mustBuild(const std::vector<BufferDesc>& buffers, const PlanConfig& c) {
-  auto plan = ShardPlan::build(buffers, c);
-  EXPECT_TRUE(plan.isOk()) << plan.status().toString();
-  return std::move(plan).value();
 }
 
 TEST(ShardPlanTest, BufferStraddlesChunkAndPieceBoundaries) {
