@@ -19,7 +19,8 @@ namespace psdp::run {
 namespace {
 
 constexpr std::string_view kOwnedVariables[] = {
-    "PSDP_RANK", "PSDP_WORLD_SIZE", "PSDP_LOCAL_RANK", "PSDP_LOCAL_WORLD_SIZE", "PSDP_ROOT_ADDR", "PSDP_JOB_SECRET"};
+    "PSDP_RANK",      "PSDP_WORLD_SIZE", "PSDP_LOCAL_RANK", "PSDP_LOCAL_WORLD_SIZE",
+    "PSDP_ROOT_ADDR", "PSDP_JOB_SECRET", "PSDP_ROOT_FD"};
 constexpr size_t kSecretBytes = 16;  // 32 hex digits, the format the bootstrap expects
 
 std::string errnoText(const char* what) {
@@ -58,9 +59,9 @@ bool makeSecret(std::string* secret, std::string* error) {
   return true;
 }
 
-// Binds a TCP socket to 127.0.0.1:port (0: any free port) and returns the bound port, 0 when that port is
-// taken, -1 on any other error. The socket is closed again before the ranks start: see pickRootAddr.
-int probePort(uint16_t port, std::string* error) {
+// Binds a TCP socket to 127.0.0.1:port (0: any free port) and listens on it; returns the bound port with
+// the socket in *listener, 0 when that port is taken, -1 on any other error.
+int listenOnLoopback(uint16_t port, UniqueFd* listener, std::string* error) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
     *error = errnoText("socket");
@@ -75,25 +76,29 @@ int probePort(uint16_t port, std::string* error) {
     *error = errnoText("bind 127.0.0.1");
     return -1;
   }
+  // Listening before the ranks start lets ranks that connect early wait in the backlog until rank 0 accepts.
+  if (::listen(fd.get(), SOMAXCONN) != 0) {
+    if (errno == EADDRINUSE) return 0;  // port 0: the kernel found no free port to bind implicitly
+    *error = errnoText("listen");
+    return -1;
+  }
   socklen_t len = sizeof(addr);
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
     *error = errnoText("getsockname");
     return -1;
   }
+  *listener = std::move(fd);
   return ntohs(addr.sin_port);
 }
 
-// Picks the port rank 0 will listen on. The probe socket is closed before rank 0 binds, so another process
-// could take the port in between. That race is accepted: the window is the few milliseconds until rank 0
-// starts; the kernel hands out port-0 binds from a randomised position in the ephemeral range, so a second
-// job picking the same port is unlikely; and a collision makes rank 0's bind fail at once with "address in
-// use" rather than connect ranks to a stranger (the job secret authenticates peers). Closing the race would
-// mean passing the bound socket to rank 0, which every rank program would then have to know about.
-// With PSDP_PORT_RANGE the search starts at a random port of the range, so concurrent jobs (ctest -j) rarely
+// Binds the socket rank 0 will listen on and keeps it: rank 0 inherits it (PSDP_ROOT_FD), so no other
+// process can take the port in between, as could happen if the port were probed and released. With
+// PSDP_PORT_RANGE the search starts at a random port of the range, so concurrent jobs (ctest -j) rarely
 // probe the same ports in the same order.
-bool pickRootAddr(const char* port_range, std::string* addr, std::string* error) {
+bool bindRootListener(const char* port_range, std::string* addr, UniqueFd* listener, std::string* error) {
   if (port_range == nullptr || port_range[0] == '\0') {
-    int port = probePort(0, error);
+    int port = listenOnLoopback(0, listener, error);
+    if (port == 0) *error = "no free ephemeral port on 127.0.0.1";
     if (port <= 0) return false;
     *addr = "127.0.0.1:" + std::to_string(port);
     return true;
@@ -109,7 +114,7 @@ bool pickRootAddr(const char* port_range, std::string* addr, std::string* error)
   if (!fillRandom(reinterpret_cast<unsigned char*>(&start), sizeof(start), error)) return false;
   for (uint32_t i = 0; i < span; ++i) {
     auto port = static_cast<uint16_t>(lo + (start + i) % span);
-    int bound = probePort(port, error);
+    int bound = listenOnLoopback(port, listener, error);
     if (bound < 0) return false;
     if (bound > 0) {
       *addr = "127.0.0.1:" + std::to_string(bound);
@@ -148,7 +153,7 @@ bool JobEnvironment::init(const char* const* env, std::string* error) {
   }
   if (user_root != nullptr && user_root[0] != '\0') {
     root_addr_ = user_root;  // the user chose where rank 0 listens (e.g. a fixed port a firewall allows)
-  } else if (!pickRootAddr(port_range, &root_addr_, error)) {
+  } else if (!bindRootListener(port_range, &root_addr_, &root_listener_, error)) {
     return false;
   }
   if (user_secret != nullptr && user_secret[0] != '\0') {
@@ -167,6 +172,7 @@ std::vector<std::string> JobEnvironment::forRank(int rank, int nranks) const {
   out.push_back("PSDP_LOCAL_WORLD_SIZE=" + std::to_string(nranks));
   out.push_back("PSDP_ROOT_ADDR=" + root_addr_);
   out.push_back("PSDP_JOB_SECRET=" + secret_);
+  if (rank == 0 && root_listener_.valid()) out.push_back("PSDP_ROOT_FD=" + std::to_string(root_listener_.get()));
   return out;
 }
 

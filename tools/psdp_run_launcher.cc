@@ -35,6 +35,7 @@ struct ChildSpec {
   int stdout_fd;
   int stderr_fd;
   int exec_error_fd;  // close-on-exec: EOF tells the launcher exec worked, an errno tells it why not
+  int inherited_fd;   // -1, or a close-on-exec fd this rank alone keeps across exec (rank 0's listener)
   pid_t launcher_pid;
   const sigset_t* mask;
   const struct sigaction* sigpipe;
@@ -58,6 +59,7 @@ struct ChildSpec {
       ::dup2(spec.stderr_fd, STDERR_FILENO) < 0) {
     failChild(spec.exec_error_fd);
   }
+  if (spec.inherited_fd >= 0 && ::fcntl(spec.inherited_fd, F_SETFD, 0) != 0) failChild(spec.exec_error_fd);
   // Undo what the launcher changed for itself, so the rank starts as if psdp-run were not there.
   ::sigaction(SIGPIPE, spec.sigpipe, nullptr);
   ::sigaction(SIGCHLD, spec.sigchld, nullptr);
@@ -100,7 +102,7 @@ std::string describeExit(int rank, const siginfo_t& info) {
 
 }  // namespace
 
-Launcher::Launcher(const RunOptions& options, const JobEnvironment& env, std::string program)
+Launcher::Launcher(const RunOptions& options, JobEnvironment& env, std::string program)
     : options_(options), env_(env), program_(std::move(program)), argv_storage_(options.command) {
   for (std::string& arg : argv_storage_) argv_.push_back(arg.data());
   argv_.push_back(nullptr);
@@ -186,8 +188,9 @@ bool Launcher::spawnRank(Rank& rank) {
   std::vector<char*> envp;
   for (std::string& entry : env) envp.push_back(entry.data());
   envp.push_back(nullptr);
-  ChildSpec spec{program_.c_str(), argv_.data(),  envp.data(),  dev_null_.get(), out_w.get(),    err_w.get(),
-                 exec_w.get(),     launcher_pid_, &saved_mask_, &saved_sigpipe_, &saved_sigchld_};
+  int inherited_fd = rank.index == 0 ? env_.rootListenerFd() : -1;
+  ChildSpec spec{program_.c_str(), argv_.data(), envp.data(),   dev_null_.get(), out_w.get(),     err_w.get(),
+                 exec_w.get(),     inherited_fd, launcher_pid_, &saved_mask_,    &saved_sigpipe_, &saved_sigchld_};
   pid_t pid = ::fork();
   if (pid < 0) {
     note(errnoText("fork"));
@@ -202,6 +205,7 @@ bool Launcher::spawnRank(Rank& rank) {
     n = ::read(exec_r.get(), &child_errno, sizeof(child_errno));
   } while (n < 0 && errno == EINTR);
   if (n == 0) {
+    if (rank.index == 0) env_.closeRootListener();  // rank 0 owns it now; the port frees when rank 0 is done
     rank.pid = pid;
     rank.state = State::kRunning;
     rank.out.fd = std::move(out_r);

@@ -27,7 +27,7 @@ class Launcher {
 
   // program: the resolved path to execute; options.command[0] stays the ranks' argv[0]. options and env must
   // outlive the Launcher.
-  Launcher(const RunOptions& options, const JobEnvironment& env, std::string program);
+  Launcher(const RunOptions& options, JobEnvironment& env, std::string program);
   // Kills and reaps any rank not reaped yet (only reachable if run() did not complete).
   ~Launcher();
   Launcher(const Launcher&) = delete;
@@ -82,7 +82,7 @@ class Launcher {
   int exitCode() const;
 
   const RunOptions& options_;
-  const JobEnvironment& env_;
+  JobEnvironment& env_;
   std::string program_;
   std::vector<std::string> argv_storage_;
   std::vector<char*> argv_;  // null-terminated, pointing into argv_storage_

@@ -110,8 +110,9 @@ PSDP_API psdp_status_t psdp_comm_init_from_env(const psdp_config_t* config, psdp
     std::unique_ptr<psdp::core::RootServer> root;
     RendezvousId id = launch.id;
     if (launch.rank == 0) {
-      PSDP_ASSIGN_OR_RETURN(root, psdp::core::RootServer::start(id.host, id.port, id.secret, resolved,
-                                                                Deadline::after(resolved.timeout_s)));
+      PSDP_ASSIGN_OR_RETURN(
+          root, psdp::core::RootServer::start(id.host, id.port, id.secret, resolved,
+                                              Deadline::after(resolved.timeout_s), launch.root_listener_fd));
       id = root->id();
     }
     PSDP_ASSIGN_OR_RETURN(auto impl,

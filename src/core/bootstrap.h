@@ -31,10 +31,13 @@ class RootServer {
  public:
   // Binds to `bind_host` (empty: the interface chosen by PSDP_SOCKET_IFNAME, else the first non-loopback
   // interface that is up, else loopback) at `port` (0: the first free port of config.port_range, or any
-  // port the kernel picks when the range is empty). Does not block. Errors: system (no interface, port in
-  // use, no free port in the range), invalid argument (bind_host is not a numeric address).
+  // port the kernel picks when the range is empty). `inherited_listener` >= 0 is a socket psdp-run already
+  // bound there (PSDP_ROOT_FD): it is used instead of binding when adoptInheritedListener accepts it. Does
+  // not block. Errors: system (no interface, port in use, no free port in the range), invalid argument
+  // (bind_host is not a numeric address).
   static Result<std::unique_ptr<RootServer>> start(const std::string& bind_host, uint16_t port, const JobSecret& secret,
-                                                   const Config& config, const Deadline& deadline);
+                                                   const Config& config, const Deadline& deadline,
+                                                   int inherited_listener = -1);
   // Stops the thread and joins it. While ranks are still arriving it returns at once, and the waiting ranks
   // get an aborted error. Once every rank has arrived (or the rendezvous failed) it first lets the table
   // or error reach every rank, for at most about a second: the owner may destroy the root as soon as its

@@ -419,8 +419,17 @@ void RootServerImpl::drop(RootConnection& c, const std::string& why, bool hostil
   }
 }
 
-// The interface address, then the port: the given one, else the first free one of the range.
-Result<UniqueFd> bindListener(const std::string& host, uint16_t port, const PortRange& range) {
+// The interface address, then the port: the inherited socket when it is bound there, else the given port,
+// else the first free one of the range.
+Result<UniqueFd> bindListener(const std::string& host, uint16_t port, const PortRange& range, int inherited) {
+  if (inherited >= 0 && port != 0) {
+    PSDP_ASSIGN_OR_RETURN(SockAddr addr, SockAddr::numeric(host, port));
+    std::string why;
+    UniqueFd fd = adoptInheritedListener(inherited, addr, &why);
+    if (fd.valid()) return fd;
+    processLog().debug("bootstrap root: not using inherited listener fd {} ({}); binding {}", inherited, why,
+                       addr.toString());
+  }
   if (port != 0 || range.lo == 0) {
     PSDP_ASSIGN_OR_RETURN(SockAddr addr, SockAddr::numeric(host, port));
     return listenOn(addr);
@@ -438,12 +447,12 @@ Result<UniqueFd> bindListener(const std::string& host, uint16_t port, const Port
 
 Result<std::unique_ptr<RootServer>> RootServer::start(const std::string& bind_host, uint16_t port,
                                                       const JobSecret& secret, const Config& config,
-                                                      const Deadline& deadline) {
+                                                      const Deadline& deadline, int inherited_listener) {
   std::string host = bind_host;
   if (host.empty()) {
     PSDP_ASSIGN_OR_RETURN(host, interfaceAddress(config.socket_ifname));
   }
-  PSDP_ASSIGN_OR_RETURN(UniqueFd listener, bindListener(host, port, config.port_range));
+  PSDP_ASSIGN_OR_RETURN(UniqueFd listener, bindListener(host, port, config.port_range, inherited_listener));
   PSDP_ASSIGN_OR_RETURN(SockAddr local, localAddress(listener.get()));
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return Status::fromErrno(errno, "eventfd");

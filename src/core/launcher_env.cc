@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include <charconv>
+#include <cstdint>
 #include <vector>
 
 #include "core/bootstrap_protocol.h"
@@ -13,6 +14,7 @@ namespace {
 
 constexpr const char* kSecretVar = "PSDP_JOB_SECRET";
 constexpr const char* kRootAddrVar = "PSDP_ROOT_ADDR";
+constexpr const char* kRootFdVar = "PSDP_ROOT_FD";
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -142,6 +144,12 @@ Result<LaunchInfo> fromPsdp(const Environment& env) {
   // psdp-run generates a random secret for every job, so a missing one is a broken launch, not a reason
   // to fall back to a weaker derived secret.
   PSDP_RETURN_IF_ERROR(readSecret(r, {}, info));
+  // Only rank 0 is handed the socket; a malformed value is ignored like a socket that does not fit, since
+  // binding normally still works.
+  if (info.rank == 0 && env.get(kRootFdVar)) {
+    auto fd = r.integer(kRootFdVar, 0, INT32_MAX);
+    if (fd.isOk()) info.root_listener_fd = fd.value();
+  }
   return info;
 }
 

@@ -18,6 +18,7 @@ struct LaunchInfo {
   int nranks = 1;
   RendezvousId id;              // port 0: scan config.port_range
   bool secret_derived = false;  // the secret came from the launcher's job id, not PSDP_JOB_SECRET
+  int root_listener_fd = -1;    // psdp-run's rank 0: the bootstrap socket it bound for us (PSDP_ROOT_FD)
 };
 
 // Errors: invalid argument naming the variable that is missing or malformed and the launcher (e.g.

@@ -4,7 +4,9 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <cerrno>
 
 namespace psdp::core {
@@ -121,6 +123,38 @@ Result<UniqueFd> listenOn(const SockAddr& addr, int* err) {
   if (::bind(fd.get(), addr.get(), addr.size()) != 0) return fail(errno, "bind " + addr.toString());
   if (::listen(fd.get(), SOMAXCONN) != 0) return fail(errno, "listen " + addr.toString());
   return fd;
+}
+
+UniqueFd adoptInheritedListener(int fd, const SockAddr& expected, std::string* why) {
+  static std::atomic<bool> adopted{false};
+  if (fd < 0) {
+    *why = "not an fd";
+    return UniqueFd();
+  }
+  struct stat st {};
+  int listening = 0;
+  socklen_t len = sizeof(listening);
+  if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+      ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || listening == 0) {
+    *why = "not a listening socket";
+    return UniqueFd();
+  }
+  auto local = localAddress(fd);
+  if (!local.isOk() || local.value().toString() != expected.toString()) {
+    *why = "bound to " + (local.isOk() ? local.value().toString() : std::string("an unknown address")) + ", not " +
+           expected.toString();
+    return UniqueFd();
+  }
+  if (adopted.exchange(true)) {
+    *why = "an inherited listener was already adopted by this process";
+    return UniqueFd();
+  }
+  Status prepared = prepareFd(fd);
+  if (!prepared.isOk()) {
+    *why = prepared.message();
+    return UniqueFd();
+  }
+  return UniqueFd(fd);
 }
 
 Result<SockAddr> localAddress(int fd) {

@@ -43,6 +43,13 @@ class Socket {
 // failure.
 Result<UniqueFd> listenOn(const SockAddr& addr, int* err = nullptr);
 
+// Takes over a listening socket this process inherited (psdp-run binds rank 0's bootstrap port itself and
+// hands the socket down, so that no other process can take the port between choosing and binding it).
+// Adopted only when `fd` is a listening stream socket bound to exactly `expected`, and only once per
+// process: the number may name an unrelated file by the time a second communicator is created. Returns an
+// invalid UniqueFd and sets *why otherwise; the fd is then left alone (it is not ours to close).
+UniqueFd adoptInheritedListener(int fd, const SockAddr& expected, std::string* why);
+
 // The address a socket is bound to (getsockname) or connected to (getpeername). Errors: system.
 Result<SockAddr> localAddress(int fd);
 Result<SockAddr> peerAddress(int fd);

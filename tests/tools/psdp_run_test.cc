@@ -183,6 +183,16 @@ TEST(PsdpRunTest, PicksThePortFromPsdpPortRange) {
   EXPECT_LE(port, 47163);
 }
 
+// Rank 0 inherits the socket psdp-run bound to PSDP_ROOT_ADDR; no other rank gets it.
+TEST(PsdpRunTest, OnlyRankZeroInheritsTheRootListener) {
+  LaunchResult r = runLauncher(concat(
+      {"-n", "2"}, sh("if [ -n \"$PSDP_ROOT_FD\" ]; then readlink /proc/self/fd/$PSDP_ROOT_FD | cut -d: -f1; "
+                      "else echo none; fi")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(hasLine(r.out, "[0] socket")) << r.out;
+  EXPECT_TRUE(hasLine(r.out, "[1] none")) << r.out;
+}
+
 TEST(PsdpRunTest, StdinIsDevNull) {
   // The test holds psdp-run's stdin open: a rank reading it instead of /dev/null would block in cat.
   LaunchResult r = runLauncher(concat({"-n", "2"}, sh("readlink /proc/self/fd/0; cat; echo after-cat")));

@@ -1,10 +1,14 @@
 // Pure logic of psdp-run: option parsing, port ranges, command lookup, line prefixing. No ranks are started.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -109,6 +113,38 @@ TEST(PsdpRunJobTest, EnvironmentReplacesOwnedVariablesAndKeepsTheRest) {
   EXPECT_EQ(count("PSDP_ROOT_ADDR=127.0.0.1:"), 1);  // empty exported values count as unset
   EXPECT_EQ(count("PSDP_JOB_SECRET="), 1);
   EXPECT_EQ(rank1.back().size(), std::string("PSDP_JOB_SECRET=").size() + 32);
+}
+
+// Rank 0 alone inherits the socket bound to PSDP_ROOT_ADDR; a user-chosen address comes with no socket.
+TEST(PsdpRunJobTest, RankZeroGetsTheBoundRootListener) {
+  const char* env[] = {"PSDP_ROOT_FD=99", nullptr};
+  JobEnvironment job;
+  std::string error;
+  ASSERT_TRUE(job.init(env, &error)) << error;
+  const int fd = job.rootListenerFd();
+  ASSERT_GE(fd, 0);
+  int listening = 0;
+  socklen_t len = sizeof(listening);
+  ASSERT_EQ(::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len), 0);
+  EXPECT_EQ(listening, 1);
+  sockaddr_in addr{};
+  len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  EXPECT_EQ(job.rootAddr(), "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)));
+  auto has = [](const std::vector<std::string>& entries, const std::string& entry) {
+    return std::find(entries.begin(), entries.end(), entry) != entries.end();
+  };
+  const std::string fd_entry = "PSDP_ROOT_FD=" + std::to_string(fd);
+  EXPECT_TRUE(has(job.forRank(0, 2), fd_entry));
+  EXPECT_FALSE(has(job.forRank(1, 2), fd_entry));
+  EXPECT_FALSE(has(job.forRank(0, 2), "PSDP_ROOT_FD=99")) << "an exported PSDP_ROOT_FD is psdp-run's to set";
+  job.closeRootListener();
+  EXPECT_FALSE(has(job.forRank(0, 2), fd_entry));
+
+  const char* user_env[] = {"PSDP_ROOT_ADDR=10.0.0.1:5000", nullptr};
+  JobEnvironment user_job;
+  ASSERT_TRUE(user_job.init(user_env, &error)) << error;
+  EXPECT_EQ(user_job.rootListenerFd(), -1);
 }
 
 TEST(PsdpRunJobTest, ResolvesCommandsLikeExecvp) {

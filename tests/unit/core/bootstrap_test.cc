@@ -2,7 +2,9 @@
 // no test sleeps to synchronise: ordering comes from the protocol (e.g. a raw client reads "accepted").
 #include "core/bootstrap.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <latch>
@@ -361,6 +363,45 @@ TEST(BootstrapTest, StartReportsBusyPorts) {
   auto ranged = RootServer::start("127.0.0.1", 0, secretOf(16), config, Deadline::after(1));
   ASSERT_FALSE(ranged.isOk());
   EXPECT_NE(ranged.status().message().find("PSDP_PORT_RANGE"), std::string::npos) << ranged.status().message();
+}
+
+// psdp-run binds rank 0's port itself and hands the socket down (PSDP_ROOT_FD), so the port cannot be taken
+// between choosing and binding it. The root adopts only a listening socket bound to exactly its address, and
+// only once per process (later the number may name another file); anything else is left open and ignored.
+// One test, because adoption is process-wide.
+TEST(BootstrapTest, RootAdoptsAnInheritedListenerOnlyWhenItFits) {
+  auto any = SockAddr::numeric("127.0.0.1", 0).value();
+  auto inherited = listenOn(any);
+  ASSERT_TRUE(inherited.isOk());
+  const uint16_t port = localAddress(inherited.value().get()).value().port();
+  auto other = listenOn(any);
+  ASSERT_TRUE(other.isOk());
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+  UniqueFd pipe_r(pipe_fds[0]), pipe_w(pipe_fds[1]);
+
+  // Not a socket, and a socket bound to another port: ignored, so the root binds `port` itself and finds
+  // it taken by the real listener.
+  for (int wrong : {pipe_r.get(), other.value().get()}) {
+    auto root = RootServer::start("127.0.0.1", port, secretOf(40), loopbackConfig(), Deadline::after(5), wrong);
+    ASSERT_FALSE(root.isOk()) << "fd " << wrong;
+    EXPECT_EQ(root.status().code(), PSDP_ERR_SYSTEM) << root.status().toString();
+    EXPECT_GE(::fcntl(wrong, F_GETFD), 0) << "an fd that was not adopted must stay open";
+  }
+
+  int fd = inherited.value().release();
+  auto root = RootServer::start("127.0.0.1", port, secretOf(41), loopbackConfig(), Deadline::after(10), fd);
+  ASSERT_TRUE(root.isOk()) << root.status().toString();
+  EXPECT_EQ(root.value()->id().port, port);
+  auto results = runRanks("127.0.0.1", port, jobOf(2, secretOf(41)), loopbackConfig(), 10);
+  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 2, i);
+
+  // A second communicator of the process never adopts again, even a socket that would fit.
+  const uint16_t other_port = localAddress(other.value().get()).value().port();
+  auto again = RootServer::start("127.0.0.1", other_port, secretOf(42), loopbackConfig(), Deadline::after(5),
+                                 other.value().get());
+  ASSERT_FALSE(again.isOk());
+  EXPECT_EQ(again.status().code(), PSDP_ERR_SYSTEM) << again.status().toString();
 }
 
 // The root binds the chosen interface's address, never the wildcard: with PSDP_SOCKET_IFNAME=lo nothing
