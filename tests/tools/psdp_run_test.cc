@@ -185,9 +185,9 @@ TEST(PsdpRunTest, PicksThePortFromPsdpPortRange) {
 
 // Rank 0 inherits the socket psdp-run bound to PSDP_ROOT_ADDR; no other rank gets it.
 TEST(PsdpRunTest, OnlyRankZeroInheritsTheRootListener) {
-  LaunchResult r = runLauncher(concat(
-      {"-n", "2"}, sh("if [ -n \"$PSDP_ROOT_FD\" ]; then readlink /proc/self/fd/$PSDP_ROOT_FD | cut -d: -f1; "
-                      "else echo none; fi")));
+  LaunchResult r = runLauncher(
+      concat({"-n", "2"}, sh("if [ -n \"$PSDP_ROOT_FD\" ]; then readlink /proc/self/fd/$PSDP_ROOT_FD | cut -d: -f1; "
+                             "else echo none; fi")));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(hasLine(r.out, "[0] socket")) << r.out;
   EXPECT_TRUE(hasLine(r.out, "[1] none")) << r.out;
