@@ -24,4 +24,12 @@ struct NicChoice {
 // without NICs gives nic = -1 for every GPU (single-host runs need none).
 std::vector<NicChoice> chooseNics(const Topology& topology);
 
+// The spreading rule of chooseNics, shared with the mapper (which sees NICs by name in each rank's descriptor,
+// not a Topology). closest[i]: the NICs at item i's best path class, as ids in [0, nic_count), in preference
+// order (host order). Returns the NIC id chosen for each item, -1 for an item without options.
+//
+// Items with fewer options choose first (ties in item order); each takes the least loaded of its options, the
+// earliest in its list on ties. REQUIRES: every id is in [0, nic_count).
+std::vector<int> spreadOverNics(const std::vector<std::vector<int>>& closest, int nic_count);
+
 }  // namespace psdp::topo
