@@ -159,12 +159,15 @@ typedef struct psdp_config {
   int progress_mode;         /* PSDP_PROGRESS: a psdp_progress_mode_t; unset: PSDP_PROGRESS_UNSET */
   int algorithm;             /* PSDP_ALGORITHM: a psdp_algorithm_t; unset: PSDP_ALGORITHM_UNSET */
   int deterministic;         /* PSDP_DETERMINISTIC: 1 fixes the algorithm (ring); 0 lets size decide; unset: -1 */
+  const char* topo_file;     /* PSDP_TOPO_FILE: hwloc or NCCL topology XML to map ranks with; unset: NULL (live) */
+  const char* host_id;       /* PSDP_HOST_ID: which ranks share a host for the mapper; unset: NULL (hostname) */
+  const char* gpu_bus_id;    /* PSDP_GPU_BUS_ID: PCI bus id of this rank's GPU; unset: NULL (CPU-only) */
 } psdp_config_t;
 
 #define PSDP_CONFIG_INITIALIZER                                                                             \
   {                                                                                                         \
     sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1                                                       \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL                                     \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256
@@ -367,6 +370,108 @@ PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, con
                                        psdp_comm_h* newcomm_p);
 
 /* ---------------------------------------------------------------------------------------------------
+ * Topology and rank mapping
+ *
+ * psdp reads a machine's topology with hwloc (the live machine) or from a file: an hwloc XML export
+ * (lstopo topo.xml) or an NCCL topology file (NCCL_TOPO_FILE format). It classifies the path between two
+ * devices in NCCL's vocabulary and maps ranks onto hosts: shard groups inside a host when G divides the
+ * ranks per host, ring neighbours that share the closest ancestor, a NIC per rank (the closest, spread so
+ * no NIC is shared while an equally close one idles), and a NUMA node per rank. A communicator runs the
+ * same mapper at init over what every rank reports (its host: the hostname unless PSDP_HOST_ID is set; its
+ * GPU: PSDP_GPU_BUS_ID; its NUMA node and NICs); psdp_comm_get_layout gives the result.
+ *
+ * Thread safety: a topology is immutable once loaded; any thread may query it. Strings it returns stay
+ * valid until psdp_topology_free. Errors are recorded as the last error of the calling thread
+ * (psdp_get_last_error(NULL)); a NULL topology is an invalid argument, a freed one invalid usage.
+ * ------------------------------------------------------------------------------------------------ */
+typedef struct psdp_topology* psdp_topology_h;
+
+/* How two devices reach each other, best first (the order of `nvidia-smi topo -m`). */
+typedef enum psdp_path_class {
+  PSDP_PATH_LOC = 0,  /* the same device */
+  PSDP_PATH_NVL = 1,  /* NVLink, directly or through NVSwitches */
+  PSDP_PATH_PIX = 2,  /* one PCIe switch */
+  PSDP_PATH_PXB = 3,  /* several PCIe switches, without crossing the CPU */
+  PSDP_PATH_PHB = 4,  /* through the CPU's PCIe host bridge */
+  PSDP_PATH_NODE = 5, /* between host bridges of one NUMA node */
+  PSDP_PATH_SYS = 6,  /* across NUMA nodes or sockets */
+  PSDP_PATH_CLASS_MAX_ENUM = 0x7fffffff
+} psdp_path_class_t;
+
+/* "LOC", "NVL", "PIX", "PXB", "PHB", "NODE", "SYS"; "unknown" otherwise. */
+PSDP_API const char* psdp_path_class_string(psdp_path_class_t path);
+
+typedef enum psdp_device_kind {
+  PSDP_DEVICE_GPU = 0,
+  PSDP_DEVICE_NIC = 1,
+  PSDP_DEVICE_KIND_MAX_ENUM = 0x7fffffff
+} psdp_device_kind_t;
+
+typedef struct psdp_device_info {
+  const char* name;    /* cuda0, nvml3, rsmi1, mlx5_0, hsi0, eth0 */
+  const char* bus_id;  /* "dddd:bb:dd.f"; "" when the device has no PCI function in the file */
+  int numa_node;       /* os index of the closest NUMA node; -1 when unknown */
+  int fabric;          /* NICs: 1 for an RDMA or HPC fabric port, 0 for plain Ethernet; GPUs: 0 */
+  uint64_t speed_mbps; /* NICs from NCCL files; 0 when unknown */
+} psdp_device_info_t;
+
+typedef struct psdp_topology_summary {
+  const char* origin; /* the file name, or "live machine" */
+  const char* format; /* "live", "hwloc-xml" or "nccl-xml" */
+  int packages;
+  int numa_nodes;
+  int cores;
+  int gpus;
+  int nics;
+} psdp_topology_summary_t;
+
+/* Loads a topology: path NULL loads PSDP_TOPO_FILE when set and not empty, else discovers the live machine
+ * (a machine without GPUs or NICs is not an error: it has none). The format is told by the document's root
+ * element. Errors: system (unreadable file, hwloc failure), invalid argument (an empty path, not XML, an
+ * unknown root element such as an NCCL graph file, a malformed file; the message names the file). */
+PSDP_API psdp_status_t psdp_topology_load(const char* path, psdp_topology_h* topo_p);
+PSDP_API psdp_status_t psdp_topology_free(psdp_topology_h topo);
+PSDP_API psdp_status_t psdp_topology_get_summary(psdp_topology_h topo, psdp_topology_summary_t* summary_p);
+PSDP_API psdp_status_t psdp_topology_device_count(psdp_topology_h topo, psdp_device_kind_t kind, int* count_p);
+/* Device `index` in [0, count) of `kind`: GPUs and NICs each in the topology's order. */
+PSDP_API psdp_status_t psdp_topology_get_device(psdp_topology_h topo, psdp_device_kind_t kind, int index,
+                                                psdp_device_info_t* info_p);
+/* The path class between device a (of kind_a) and device b (of kind_b); symmetric, LOC for a device and
+ * itself. */
+PSDP_API psdp_status_t psdp_topology_path(psdp_topology_h topo, psdp_device_kind_t kind_a, int a,
+                                          psdp_device_kind_t kind_b, int b, psdp_path_class_t* path_p);
+
+#define PSDP_BUS_ID_BYTES 16
+#define PSDP_NIC_NAME_BYTES 64
+
+/* Where the mapper placed one rank. */
+typedef struct psdp_rank_placement {
+  int host;          /* index of the rank's host; hosts are numbered in ring order */
+  int local_index;   /* position among its host's ranks, in ring order */
+  int ring_position; /* position in the world ring */
+  int numa_node;     /* os index of the NUMA node its staging memory and progress thread are bound to; -1: none */
+  char gpu_bus_id[PSDP_BUS_ID_BYTES]; /* "" when CPU-only */
+  char nic[PSDP_NIC_NAME_BYTES];      /* "" when the host has no NIC */
+  psdp_path_class_t nic_path;         /* from its GPU (or NUMA node) to that NIC */
+} psdp_rank_placement_t;
+
+/* The mapping of hosts * ranks_per_host ranks onto `hosts` machines like this topology: rank r runs on host
+ * r / ranks_per_host, with GPU r % ranks_per_host when the topology has at least ranks_per_host GPUs, else
+ * CPU-only. rank_layout receives hosts * ranks_per_host ints (the layout for group_size, as in
+ * psdp_plan_create); placements, when not NULL, as many entries indexed by rank. Simulated host h is named
+ * "host<h>"; ranks are CPU-bound to no NUMA node. Errors: invalid argument (rank_layout NULL, hosts or
+ * ranks_per_host < 1, hosts * ranks_per_host beyond INT_MAX, group_size < 1 or not dividing the rank count). */
+PSDP_API psdp_status_t psdp_topology_map(psdp_topology_h topo, int hosts, int ranks_per_host, int group_size,
+                                         int* rank_layout, psdp_rank_placement_t* placements);
+
+/* The communicator's rank layout for shard groups of group_size, from the mapping computed at init: `size`
+ * ints, the same on every rank, to pass to psdp_plan_create (psdp_state_register uses it). Local; never
+ * blocks. Errors: invalid argument (group_size < 1 or not dividing the size). */
+PSDP_API psdp_status_t psdp_comm_get_layout(psdp_comm_h comm, int group_size, int* rank_layout);
+/* Where the mapper placed `rank` of the communicator (any rank, not only the caller). */
+PSDP_API psdp_status_t psdp_comm_get_placement(psdp_comm_h comm, int rank, psdp_rank_placement_t* placement_p);
+
+/* ---------------------------------------------------------------------------------------------------
  * Shard plans
  *
  * A plan says which rank owns which elements of the training state. It is a deterministic pure function
@@ -539,9 +644,10 @@ PSDP_API psdp_status_t psdp_plan_reshard_moves(psdp_plan_h old_plan, psdp_plan_h
  * A rank registers its training state (parameters, gradients, optimizer state) with the communicator that
  * will move it. Registration is collective: every rank passes the same list (names, counts, dtypes, roles,
  * memory kinds, in the same order; pointers and device indices are each rank's own) and the same plan
- * configuration, and gets the shard plan for W = the communicator's size and its rank layout (contiguous
- * blocks of G ranks). Each optimizer-state buffer must hold the rank's owned element count
- * (psdp_plan_optimizer_state_count: compute it first with psdp_plan_create on the same list). Buffers
+ * configuration, and gets the shard plan for W = the communicator's size and its rank layout for G
+ * (psdp_comm_get_layout: shard groups inside hosts where G allows). Each optimizer-state buffer must hold the
+ * rank's owned element count (psdp_plan_optimizer_state_count: compute it first with psdp_plan_create on the
+ * same list and that layout). Buffers
  * are not copied: they must stay valid until psdp_state_deregister.
  * ------------------------------------------------------------------------------------------------ */
 typedef struct psdp_state* psdp_state_h;

@@ -38,6 +38,9 @@ struct Config {
   psdp_progress_mode_t progress_mode = PSDP_PROGRESS_THREAD;
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
   bool deterministic = false;
+  std::string topo_file;   // empty: discover the live machine
+  std::string host_id;     // empty: the hostname
+  std::string gpu_bus_id;  // "dddd:bb:dd.f"; empty: CPU-only
 
   // Where each parameter's value came from, indexed like params().
   static constexpr size_t kMaxParams = 32;

@@ -1,6 +1,8 @@
 // The table of every configuration parameter. Add a parameter here and nowhere else: resolution, psdp-info
 // and the README table follow from this row.
+#include <algorithm>
 #include <cstddef>
+#include <cstdio>
 
 #include "base/config.h"
 
@@ -64,6 +66,22 @@ Status parsePortRange(std::string_view text, PortRange& out) {
   }
   out = PortRange{static_cast<int>(lo.value()), static_cast<int>(hi.value())};
   return Status::ok();
+}
+
+// "[domain:]bus:device.function" in hex (CUDA prints a domain of 4 or 8 digits) to "dddd:bb:dd.f".
+Result<std::string> normalizeBusId(std::string_view text) {
+  unsigned long domain = 0, bus = 0, device = 0, function = 0;
+  char tail = 0;
+  std::string copy(text);
+  int colons = static_cast<int>(std::count(copy.begin(), copy.end(), ':'));
+  int parsed = colons == 2
+                   ? std::sscanf(copy.c_str(), "%8lx:%2lx:%2lx.%1lx%c", &domain, &bus, &device, &function, &tail)
+                   : std::sscanf(copy.c_str(), "%2lx:%2lx.%1lx%c", &bus, &device, &function, &tail) + 1;
+  bool digits_only = copy.find_first_not_of("0123456789abcdefABCDEF:.") == std::string::npos;
+  if (!digits_only || (colons != 1 && colons != 2) || parsed != 4 || device > 0x1f || function > 7) {
+    return Status::invalidArgument("'{}' is not a PCI bus id ([domain:]bus:device.function in hex)", text);
+  }
+  return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function);
 }
 
 const ParamSpec kParamTable[] = {
@@ -201,6 +219,41 @@ const ParamSpec kParamTable[] = {
        return Status::ok();
      },
      [](const Config& c) { return std::string(c.deterministic ? "1" : "0"); }},
+
+    {"topo_file", "PSDP_TOPO_FILE", "path", "",
+     "Topology the mapper places ranks with: an hwloc XML export (lstopo x.xml) or an NCCL topology file "
+     "(NCCL_TOPO_FILE format); empty: discover this machine with hwloc.",
+     [](const psdp_config_t& u) { return PSDP_USER_HAS(u, topo_file) ? userString(u.topo_file) : std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       c.topo_file = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.topo_file; }},
+
+    {"host_id", "PSDP_HOST_ID", "string", "",
+     "Which host this rank is on, for the mapper: ranks with the same id share a host (shard groups stay inside "
+     "one). Empty: the hostname; set it where hostnames mislead (containers, separate UTS namespaces).",
+     [](const psdp_config_t& u) { return PSDP_USER_HAS(u, host_id) ? userString(u.host_id) : std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       if (text.size() > 255) return Status::invalidArgument("host id of {} bytes is over 255", text.size());
+       c.host_id = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.host_id; }},
+
+    {"gpu_bus_id", "PSDP_GPU_BUS_ID", "dddd:bb:dd.f", "",
+     "PCI bus id of this rank's GPU (as cudaDeviceGetPCIBusId gives it), so the mapper can place the rank by "
+     "its GPU's NIC and NUMA node; empty: the rank is placed CPU-only.",
+     [](const psdp_config_t& u) { return PSDP_USER_HAS(u, gpu_bus_id) ? userString(u.gpu_bus_id) : std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       if (text.empty()) {
+         c.gpu_bus_id.clear();
+         return Status::ok();
+       }
+       PSDP_ASSIGN_OR_RETURN(c.gpu_bus_id, normalizeBusId(text));
+       return Status::ok();
+     },
+     [](const Config& c) { return c.gpu_bus_id; }},
 };
 
 static_assert(std::size(kParamTable) <= Config::kMaxParams, "raise Config::kMaxParams");

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "topo/numa_binding.h"
 #include "transport/registry.h"
 
 namespace psdp::core {
@@ -34,11 +35,39 @@ Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const Ren
 }
 
 Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
+  // A rank that cannot describe itself still joins the rendezvous (so the others fail at once), then fails.
+  Result<topo::RankDescriptor> self = describeThisRank(config_, log_);
   PSDP_RETURN_IF_ERROR(createTransport());
   PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, transport_->localAddress());
   log_->debug("rendezvous at {} as rank {} of {}", id.address(), rank_, nranks_);
-  PSDP_ASSIGN_OR_RETURN(auto addresses, exchangeViaRoot(id, rank_, nranks_, address, config_, deadline, log_));
+  std::vector<std::byte> payload = self.isOk() ? packRankPayload(address, self.value()) : rejectedRankPayload();
+  PSDP_ASSIGN_OR_RETURN(auto payloads, exchangeViaRoot(id, rank_, nranks_, payload, config_, deadline, log_));
+  PSDP_RETURN_IF_ERROR(self.status());
+  std::vector<std::vector<std::byte>> addresses;
+  std::vector<topo::RankDescriptor> descriptors;
+  for (int r = 0; r < nranks_; ++r) {
+    PSDP_ASSIGN_OR_RETURN(RankPayload unpacked, unpackRankPayload(payloads[r], r));
+    addresses.push_back(std::move(unpacked.address));
+    descriptors.push_back(std::move(unpacked.descriptor));
+  }
+  PSDP_RETURN_IF_ERROR(adoptPlacements(Placements::create(std::move(descriptors))));
+  // The transport's and the engine's progress threads start in connectPeers and inherit this thread's
+  // binding, and the staging memory is first touched there: all of them land on the rank's NUMA node.
+  topo::ScopedNumaBinding binding(placements_.placement(rank_).numa_node);
+  log_->debug("NUMA binding of the progress threads and staging: {}", binding.outcome());
   return connectPeers(addresses, deadline);
+}
+
+Status Communicator::adoptPlacements(Result<Placements> placements) {
+  PSDP_RETURN_IF_ERROR(placements.status());
+  placements_ = std::move(placements).value();
+  const topo::RankMapping& mapping = placements_.mapping();
+  const topo::RankPlacement& mine = placements_.placement(rank_);
+  log_->info("placement: host {} ({} of {} hosts), ring position {}, NUMA node {}, NIC {}", mapping.hosts[mine.host],
+             mine.host + 1, mapping.hosts.size(), placements_.ringPosition(rank_), mine.numa_node,
+             mine.nic.empty() ? "none" : fmt::format("{} ({})", mine.nic, topo::pathClassName(mine.nic_path)));
+  for (const std::string& note : mapping.notes) log_->info("placement: {}", note);
+  return Status::ok();
 }
 
 Status Communicator::createTransport() {

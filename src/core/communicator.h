@@ -14,6 +14,7 @@
 #include "coll/collectives.h"
 #include "core/bootstrap.h"
 #include "core/coll_engine.h"
+#include "core/rank_placement.h"
 #include "core/rendezvous_id.h"
 #include "transport/transport.h"
 
@@ -71,6 +72,10 @@ class Communicator {
   // communicator; not against destruction. A no-op after finalize().
   void abort();
 
+  // Where the ranks run (gathered at init; a split communicator keeps its members' part): the mapping and
+  // the rank layout for any shard group size. Immutable after creation, so any thread may read it.
+  const Placements& placements() const { return placements_; }
+
   // This communicator's premul-sum ops (thread-safe table); null once finalized.
   coll::CustomOps* customOps() { return collectives_ ? &collectives_->customOps() : nullptr; }
 
@@ -80,6 +85,8 @@ class Communicator {
   Communicator(int rank, int nranks, Config config, Logger log);
   Status connect(const RendezvousId& id, const Deadline& deadline);
   Status createTransport();
+  // Keeps the gathered descriptors and computes the mapping; logs this rank's placement.
+  Status adoptPlacements(Result<Placements> placements);
   // Connects the transport to every rank's address, then prepares the collectives and the engine.
   Status connectPeers(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline);
   // Checks that a collective may run now.
@@ -96,6 +103,7 @@ class Communicator {
   Logger log_;
   // Declared in creation order; the destructor stops the engine, then closes the transport (which
   // completes what a failed collective left posted) before the collectives' staging and completions go.
+  Placements placements_;
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<coll::Collectives> collectives_;
   std::unique_ptr<CollEngine> engine_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/communicator.h"
+#include "topo/numa_binding.h"
 
 namespace psdp::core {
 namespace {
@@ -26,6 +27,8 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
   if (color < 0 && color != PSDP_SPLIT_NOCOLOR) {
     return Status::invalidArgument("color {} is negative (only PSDP_SPLIT_NOCOLOR may be)", color);
   }
+  // The child's progress threads and staging go on this rank's NUMA node, as the parent's did.
+  topo::ScopedNumaBinding binding(color != PSDP_SPLIT_NOCOLOR ? placements_.placement(rank_).numa_node : -1);
   int32_t mine[2] = {color, key};
   std::vector<int32_t> colors_keys(2 * static_cast<size_t>(nranks_));
   PSDP_RETURN_IF_ERROR(allGather(mine, colors_keys.data(), 2, PSDP_INT32));
@@ -42,7 +45,8 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     // The parent's logger: its lines carry the parent rank, unique per process, and PSDP_LOG_FILE's %r
     // keeps naming one file per process.
     child.reset(new Communicator(child_rank, static_cast<int>(members.size()), config ? *config : config_, log_));
-    local = child->createTransport();
+    local = child->adoptPlacements(placements_.subset(members));
+    if (local.isOk()) local = child->createTransport();
     if (local.isOk()) {
       Result<std::vector<std::byte>> own = child->transport_->localAddress();
       if (own.isOk()) address = std::move(own).value();

@@ -99,7 +99,9 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
   if (input.isOk()) {
     shard::PlanConfig& config = input.value().config;
     config.world_size = comm.size();
-    config.rank_layout.clear();  // contiguous blocks of G ranks
+    // The mapper's layout (groups inside hosts); a group size it cannot use is left for the planner to name.
+    Result<std::vector<int>> layout = comm.placements().layout(config.group_size);
+    config.rank_layout = layout.isOk() ? std::move(layout).value() : std::vector<int>();
     for (const shard::BufferDesc& b : buffers) digests.push_back(shard::registrationDigest(b));
     mine = Summary{shard::digestOf(digests), shard::configDigest(config), buffers.size(), 0};
   }

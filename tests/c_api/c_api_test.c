@@ -25,7 +25,10 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, progress_mode) == 64);
   CHECK(offsetof(psdp_config_t, algorithm) == 68);
   CHECK(offsetof(psdp_config_t, deterministic) == 72);
-  CHECK(sizeof(psdp_config_t) == 80);
+  CHECK(offsetof(psdp_config_t, topo_file) == 80);
+  CHECK(offsetof(psdp_config_t, host_id) == 88);
+  CHECK(offsetof(psdp_config_t, gpu_bus_id) == 96);
+  CHECK(sizeof(psdp_config_t) == 104);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
 }
 

@@ -228,7 +228,6 @@ Status UcxTransport::init(const UcxOptions& options) {
   PSDP_ASSIGN_OR_RETURN(loop_, WorkerLoop::create(worker_.get(), [this] { afterProgress(); }));
   peers_ = std::make_unique<Peer[]>(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) peers_[r].owner = this;
-  if (mode_ == PSDP_PROGRESS_THREAD) progress_thread_ = std::make_unique<ProgressThread>(*loop_);
   state_ = State::kCreated;
   log_->debug("ucx transport created, {} ranks, progress {}, address {} bytes", nranks_, progressModeName(mode_),
               address_.size());
@@ -253,6 +252,9 @@ Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresse
   if (addresses.size() != static_cast<size_t>(nranks_)) {
     return Status::invalidArgument("ucx transport: {} addresses for {} ranks", addresses.size(), nranks_);
   }
+  // Started here rather than at creation: nothing needs progress before the peers are known, and the thread
+  // inherits the CPU binding the communicator chose for this rank from every rank's placement.
+  if (mode_ == PSDP_PROGRESS_THREAD) progress_thread_ = std::make_unique<ProgressThread>(*loop_);
   {
     auto lock = loop_->lockForPost();
     for (int r = 0; r < nranks_; ++r) {

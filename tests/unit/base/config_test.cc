@@ -13,9 +13,13 @@ const ParamSpec& spec(const char* env) {
   return params()[0];
 }
 
-MapEnvironment envOf(std::map<std::string, std::string> vars) { return MapEnvironment(std::move(vars)); }
+MapEnvironment envOf(std::map<std::string, std::string> vars) {
+  return MapEnvironment(std::move(vars));
+}
 
-size_t indexOf(const char* env) { return &spec(env) - params().data(); }
+size_t indexOf(const char* env) {
+  return &spec(env) - params().data();
+}
 
 TEST(ConfigTest, DefaultsComeFromTheTable) {
   auto c = Config::resolve(nullptr, MapEnvironment());
@@ -30,8 +34,11 @@ TEST(ConfigTest, DefaultsComeFromTheTable) {
 }
 
 TEST(ConfigTest, EnvironmentOverridesDefault) {
-  MapEnvironment env({{"PSDP_TIMEOUT", "2.5"}, {"PSDP_CHUNK_BYTES", "64K"}, {"PSDP_LOG_LEVEL", "debug"},
-                      {"PSDP_PORT_RANGE", "40000-40010"}, {"PSDP_PROGRESS", "caller"}});
+  MapEnvironment env({{"PSDP_TIMEOUT", "2.5"},
+                      {"PSDP_CHUNK_BYTES", "64K"},
+                      {"PSDP_LOG_LEVEL", "debug"},
+                      {"PSDP_PORT_RANGE", "40000-40010"},
+                      {"PSDP_PROGRESS", "caller"}});
   auto c = Config::resolve(nullptr, env);
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   EXPECT_EQ(c.value().timeout_s, 2.5);
@@ -62,7 +69,7 @@ TEST(ConfigTest, OlderCallerStructIsBackfilled) {
   psdp_config_t user = PSDP_CONFIG_INITIALIZER;
   user.size = offsetof(psdp_config_t, log_level);
   user.chunk_bytes = 8192;
-  user.log_level = 12345;        // beyond the caller's size: garbage that must be ignored
+  user.log_level = 12345;  // beyond the caller's size: garbage that must be ignored
   user.progress_mode = 999;
   auto c = Config::resolve(&user, envOf({{"PSDP_LOG_LEVEL", "info"}}));
   ASSERT_TRUE(c.isOk()) << c.status().toString();
@@ -75,10 +82,10 @@ TEST(ConfigTest, BadValuesNameTheVariableOrField) {
   struct Case {
     const char* env;
     const char* value;
-  } cases[] = {{"PSDP_TIMEOUT", "soon"},        {"PSDP_TIMEOUT", "-1"},      {"PSDP_TIMEOUT", "0"},
-               {"PSDP_CHUNK_BYTES", "12Q"},     {"PSDP_CHUNK_BYTES", "16"},  {"PSDP_CHUNK_BYTES", "99999999999G"},
-               {"PSDP_LOG_LEVEL", "loud"},      {"PSDP_PORT_RANGE", "9-1"},  {"PSDP_PORT_RANGE", "0-10"},
-               {"PSDP_PORT_RANGE", "1-70000"},  {"PSDP_PROGRESS", "spin"}};
+  } cases[] = {{"PSDP_TIMEOUT", "soon"},       {"PSDP_TIMEOUT", "-1"},     {"PSDP_TIMEOUT", "0"},
+               {"PSDP_CHUNK_BYTES", "12Q"},    {"PSDP_CHUNK_BYTES", "16"}, {"PSDP_CHUNK_BYTES", "99999999999G"},
+               {"PSDP_LOG_LEVEL", "loud"},     {"PSDP_PORT_RANGE", "9-1"}, {"PSDP_PORT_RANGE", "0-10"},
+               {"PSDP_PORT_RANGE", "1-70000"}, {"PSDP_PROGRESS", "spin"}};
   for (const Case& c : cases) {
     auto r = Config::resolve(nullptr, envOf({{c.env, c.value}}));
     ASSERT_FALSE(r.isOk()) << c.env << "=" << c.value;
@@ -119,6 +126,35 @@ TEST(ConfigTest, EveryParameterIsDocumented) {
     EXPECT_GT(std::string(p.help).size(), 20u) << p.env;
     EXPECT_NE(p.type, nullptr);
   }
+}
+
+// The mapper's inputs: PCI bus ids as CUDA and lspci print them come out in one form; anything else is
+// refused naming the value.
+TEST(ConfigTest, GpuBusIdIsNormalised) {
+  const std::pair<const char*, const char*> good[] = {{"0000:17:00.0", "0000:17:00.0"},
+                                                      {"00000000:17:00.0", "0000:17:00.0"},
+                                                      {"17:00.0", "0000:17:00.0"},
+                                                      {"0001:AB:1F.7", "0001:ab:1f.7"},
+                                                      {"", ""}};
+  for (auto [in, out] : good) {
+    auto c = Config::resolve(nullptr, envOf({{"PSDP_GPU_BUS_ID", in}}));
+    ASSERT_TRUE(c.isOk()) << in << ": " << c.status().toString();
+    EXPECT_EQ(c.value().gpu_bus_id, out) << in;
+  }
+  for (const char* bad : {"17", "17:00", "zz:00.0", "0000:17:00.8", "0000:17:20.0", "0000:17:00.0x", " 17:00.0",
+                          "000000000:17:00.0", "0:0:0:0.0"}) {
+    auto c = Config::resolve(nullptr, envOf({{"PSDP_GPU_BUS_ID", bad}}));
+    ASSERT_FALSE(c.isOk()) << bad;
+    EXPECT_NE(c.status().message().find("PSDP_GPU_BUS_ID"), std::string::npos) << c.status().message();
+  }
+  psdp_config_t user = PSDP_CONFIG_INITIALIZER;
+  user.host_id = "rack3-node7";
+  user.topo_file = "/etc/psdp/topo.xml";
+  auto c = Config::resolve(&user, envOf({{"PSDP_HOST_ID", "ignored"}}));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c.value().host_id, "rack3-node7");
+  EXPECT_EQ(c.value().topo_file, "/etc/psdp/topo.xml");
+  EXPECT_FALSE(Config::resolve(nullptr, envOf({{"PSDP_HOST_ID", std::string(256, 'h')}})).isOk());
 }
 
 }  // namespace
