@@ -459,8 +459,9 @@ typedef struct psdp_rank_placement {
  * r / ranks_per_host, with GPU r % ranks_per_host when the topology has at least ranks_per_host GPUs, else
  * CPU-only. rank_layout receives hosts * ranks_per_host ints (the layout for group_size, as in
  * psdp_plan_create); placements, when not NULL, as many entries indexed by rank. Simulated host h is named
- * "host<h>"; ranks are CPU-bound to no NUMA node. Errors: invalid argument (rank_layout NULL, hosts or
- * ranks_per_host < 1, hosts * ranks_per_host beyond INT_MAX, group_size < 1 or not dividing the rank count). */
+ * "host<h>"; CPU-only ranks count as bound evenly over the N NUMA nodes (local rank i of P to node i*N/P).
+ * Errors: invalid argument (rank_layout NULL, hosts or ranks_per_host < 1, hosts * ranks_per_host beyond
+ * INT_MAX, group_size < 1 or not dividing the rank count). */
 PSDP_API psdp_status_t psdp_topology_map(psdp_topology_h topo, int hosts, int ranks_per_host, int group_size,
                                          int* rank_layout, psdp_rank_placement_t* placements);
 
@@ -647,8 +648,7 @@ PSDP_API psdp_status_t psdp_plan_reshard_moves(psdp_plan_h old_plan, psdp_plan_h
  * configuration, and gets the shard plan for W = the communicator's size and its rank layout for G
  * (psdp_comm_get_layout: shard groups inside hosts where G allows). Each optimizer-state buffer must hold the
  * rank's owned element count (psdp_plan_optimizer_state_count: compute it first with psdp_plan_create on the
- * same list and that layout). Buffers
- * are not copied: they must stay valid until psdp_state_deregister.
+ * same list and that layout). Buffers are not copied: they must stay valid until psdp_state_deregister.
  * ------------------------------------------------------------------------------------------------ */
 typedef struct psdp_state* psdp_state_h;
 
