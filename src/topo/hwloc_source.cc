@@ -14,6 +14,12 @@ Result<Topology> discoverWithHwloc() {
   // KEEP_IMPORTANT keeps GPUs, NICs and the bridges above them and skips the rest of the PCI bus, which on a
   // large server is most of the discovery time.
   PSDP_ASSIGN_OR_RETURN(HwlocTopology hwloc, makeHwlocTopology(HWLOC_TYPE_FILTER_KEEP_IMPORTANT));
+  // On Linux, hwloc's own sysfs backend finds every PCI function with its class and ids; the libpciaccess
+  // plugin adds nothing here but time and a leak inside libpciaccess on every load.
+  errno = 0;
+  PSDP_RETURN_IF_ERROR(
+      hwlocCheck(hwloc_topology_set_components(hwloc.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci"),
+                 "hwloc_topology_set_components"));
   errno = 0;
   PSDP_RETURN_IF_ERROR(hwlocCheck(hwloc_topology_load(hwloc.get()), "hwloc_topology_load"));
   return importHwloc(hwloc.get(), TopologySource::kLiveMachine, "live machine");
