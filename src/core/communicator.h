@@ -101,9 +101,9 @@ class Communicator {
   const int nranks_;
   const Config config_;
   Logger log_;
+  Placements placements_;
   // Declared in creation order; the destructor stops the engine, then closes the transport (which
   // completes what a failed collective left posted) before the collectives' staging and completions go.
-  Placements placements_;
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<coll::Collectives> collectives_;
   std::unique_ptr<CollEngine> engine_;

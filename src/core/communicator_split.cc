@@ -3,6 +3,7 @@
 // afterwards, so they may run concurrently from different threads and be destroyed in any order.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/communicator.h"
 #include "topo/numa_binding.h"
@@ -27,8 +28,6 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
   if (color < 0 && color != PSDP_SPLIT_NOCOLOR) {
     return Status::invalidArgument("color {} is negative (only PSDP_SPLIT_NOCOLOR may be)", color);
   }
-  // The child's progress threads and staging go on this rank's NUMA node, as the parent's did.
-  topo::ScopedNumaBinding binding(color != PSDP_SPLIT_NOCOLOR ? placements_.placement(rank_).numa_node : -1);
   int32_t mine[2] = {color, key};
   std::vector<int32_t> colors_keys(2 * static_cast<size_t>(nranks_));
   PSDP_RETURN_IF_ERROR(allGather(mine, colors_keys.data(), 2, PSDP_INT32));
@@ -36,6 +35,7 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
   // A rank whose transport cannot be made still takes part in the exchanges below (with an empty address),
   // so that the other ranks are not left waiting; its group's peers then fail to connect to it.
   std::unique_ptr<Communicator> child;
+  std::optional<topo::ScopedNumaBinding> binding;  // held until the child's threads and staging exist
   std::vector<int> members;
   std::vector<std::byte> address;
   Status local;
@@ -46,6 +46,9 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     // keeps naming one file per process.
     child.reset(new Communicator(child_rank, static_cast<int>(members.size()), config ? *config : config_, log_));
     local = child->adoptPlacements(placements_.subset(members));
+    // The child's progress threads and staging go on the NUMA node of its own placement, which can differ
+    // from the parent's where unbound ranks are spread over the nodes.
+    if (local.isOk()) binding.emplace(child->placements_.placement(child_rank).numa_node);
     if (local.isOk()) local = child->createTransport();
     if (local.isOk()) {
       Result<std::vector<std::byte>> own = child->transport_->localAddress();
