@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include <psdp/psdp.h>
+
 namespace psdp::perf {
 namespace {
 
@@ -12,7 +14,14 @@ constexpr size_t kHugePageBytes = size_t{2} << 20;
 
 }  // namespace
 
-HostBuffer::HostBuffer(size_t bytes, bool huge_pages) {
+HostBuffer::HostBuffer(size_t bytes, bool huge_pages, bool shared) {
+  if (shared) {
+    void* data = nullptr;
+    if (psdp_mem_alloc(&data, bytes) != PSDP_SUCCESS) return;
+    data_ = static_cast<char*>(data);
+    shared_ = true;
+    return;  // allocated and zeroed, every page, by psdp_mem_alloc
+  }
   // Over-map by one huge page and start at the first 2 MiB boundary, so that huge pages can back all of it.
   size_t mapped = bytes + kHugePageBytes;
   void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -28,6 +37,7 @@ HostBuffer::HostBuffer(size_t bytes, bool huge_pages) {
 }
 
 HostBuffer::~HostBuffer() {
+  if (shared_) (void)psdp_mem_free(data_);
   if (mapping_ != nullptr) (void)munmap(mapping_, mapped_);
 }
 

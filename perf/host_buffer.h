@@ -10,8 +10,10 @@ class HostBuffer {
  public:
   // `bytes` of zeroed memory, 2 MiB aligned. With `huge_pages`, transparent huge pages are requested
   // (madvise), as frameworks' host allocators do for large tensors (PyTorch's THP_MEM_ALLOC_ENABLE); the
-  // kernel may still give small pages. Returns an empty buffer (data() == nullptr) when mapping fails.
-  HostBuffer(size_t bytes, bool huge_pages);
+  // kernel may still give small pages. With `shared`, the memory comes from psdp_mem_alloc instead (page
+  // aligned), which lets psdp's direct collectives reach it from the other ranks. Returns an empty buffer
+  // (data() == nullptr) when the memory cannot be had.
+  HostBuffer(size_t bytes, bool huge_pages, bool shared);
   ~HostBuffer();
   HostBuffer(const HostBuffer&) = delete;
   HostBuffer& operator=(const HostBuffer&) = delete;
@@ -20,6 +22,7 @@ class HostBuffer {
 
  private:
   void* mapping_ = nullptr;  // what mmap returned; data_ is its first 2 MiB boundary
+  bool shared_ = false;      // data_ is from psdp_mem_alloc
   size_t mapped_ = 0;
   char* data_ = nullptr;
 };

@@ -133,6 +133,10 @@ bool parseOption(int opt, const char* arg, Options* o, std::string* error) {
       if (!parseInt(arg, 0, 1, &value)) return bad("-H: expected 0 or 1");
       o->huge_pages = value != 0;
       return true;
+    case 'R':
+      if (!parseInt(arg, 0, 1, &value)) return bad("-R: expected 0 or 1");
+      o->shared_buffers = value != 0;
+      return true;
     case 'g':
     case 't':
       // nccl-tests' GPUs and threads per process: psdp-perf is one rank per process, so only 1 makes sense.
@@ -225,6 +229,9 @@ const char* usage() {
          "  -z, --blocking 0|1    1: blocking calls (default); 0: nonblocking requests, waited on at once\n"
          "  -H, --huge_pages 0|1  1: ask for transparent huge pages for the buffers (default), as framework\n"
          "                        host allocators do for large tensors; 0: small pages\n"
+         "  -R, --local_register 0|1  1: buffers from psdp_mem_alloc, which psdp's direct collectives reach\n"
+         "                        from the other ranks of the host (as nccl-tests -R registers them); 0:\n"
+         "                        private memory (default)\n"
          "  -g, -t 1              accepted for nccl-tests command lines; psdp-perf is one rank per process\n"
          "  -J, --output_file F   also write the results as JSON to F\n"
          "exit status: 0 ok, 1 wrong results or a failed call, 2 bad command line,\n"
@@ -244,6 +251,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
                                  {"root", required_argument, nullptr, 'r'},
                                  {"blocking", required_argument, nullptr, 'z'},
                                  {"huge_pages", required_argument, nullptr, 'H'},
+                                 {"local_register", required_argument, nullptr, 'R'},
                                  {"ngpus", required_argument, nullptr, 'g'},
                                  {"nthreads", required_argument, nullptr, 't'},
                                  {"output_file", required_argument, nullptr, 'J'},
@@ -260,7 +268,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
   optind = first;
   opterr = 0;  // the message below names the option; getopt's own would go to stderr on every rank
   int opt;
-  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:z:H:g:t:J:h", kLong, nullptr)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:z:H:R:g:t:J:h", kLong, nullptr)) != -1) {
     if (opt == '?' || opt == ':') {
       std::string name = optopt ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1]);
       *error = opt == ':' ? "option " + name + " needs a value" : "unknown option " + name;
@@ -293,9 +301,10 @@ size_t nextSize(const Options& o, size_t bytes) {
 
 void Report::header() {
   if (!out_) return;
-  std::fprintf(out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, check %s, %s calls, %s pages\n",
+  std::fprintf(out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, check %s, %s calls, %s\n",
                collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.check ? "on" : "off",
-               o_.blocking ? "blocking" : "nonblocking", o_.huge_pages ? "huge" : "small");
+               o_.blocking ? "blocking" : "nonblocking",
+               o_.shared_buffers ? "psdp_mem_alloc buffers" : (o_.huge_pages ? "huge pages" : "small pages"));
   std::fprintf(out_, "#\n");
   std::fprintf(out_, "# %10s  %12s  %8s  %9s  %6s  %36s  %36s\n", "", "", "", "", "", "out-of-place", "in-place");
   std::fprintf(out_, "# %10s  %12s  %8s  %9s  %6s  %9s %8s %8s %7s  %9s %8s %8s %7s\n", "size", "count", "type",

@@ -28,6 +28,7 @@ struct Options {
   bool check = true;       // -c
   int root = 0;            // -r: broadcast root
   bool blocking = true;    // -z 0: post each call with a request and wait on it
+  bool shared_buffers = false;  // -R 1: buffers from psdp_mem_alloc, which direct collectives can reach
   bool huge_pages = true;  // -H 0: buffers on small pages (no transparent huge page advice)
   std::vector<psdp_dtype_t> dtypes{PSDP_FLOAT32};
   std::vector<Reduction> ops{Reduction::kSum};

@@ -244,7 +244,7 @@ int main(int argc, char** argv) {
   size_t buf_bytes = o.max_bytes + 8 * static_cast<size_t>(nranks);
   size_t words = (buf_bytes + 7) / 8;
   buf_bytes = words * 8;
-  Buffers b{{buf_bytes, o.huge_pages}, {buf_bytes, o.huge_pages}};
+  Buffers b{{buf_bytes, o.huge_pages, o.shared_buffers}, {buf_bytes, o.huge_pages, o.shared_buffers}};
   if (b.s() == nullptr || b.r() == nullptr) {
     std::fprintf(stderr, "psdp-perf: rank %d: cannot map 2 x %zu bytes of buffers\n", rank, buf_bytes);
     psdp_comm_destroy(comm);

@@ -132,9 +132,12 @@ typedef enum psdp_progress_mode {
  * result; which algorithm ran can change the floating-point result (PSDP_DETERMINISTIC fixes it). */
 typedef enum psdp_algorithm {
   PSDP_ALGORITHM_UNSET = -1, /* take PSDP_ALGORITHM, default "auto" */
-  PSDP_ALGORITHM_AUTO = 0,   /* by message size: recursive halving/doubling for small messages, ring for large */
+  PSDP_ALGORITHM_AUTO = 0,   /* by message size: recursive halving/doubling for small messages; direct or ring
+                                for large ones */
   PSDP_ALGORITHM_RING = 1,   /* ring (pipelined) for every collective */
   PSDP_ALGORITHM_RHD = 2,    /* recursive halving/doubling wherever it applies, ring elsewhere */
+  PSDP_ALGORITHM_DIRECT = 3, /* direct reads and writes of every rank's buffers wherever all ranks can address
+                                them (one host; one process, or psdp_mem_alloc buffers), else as auto */
   PSDP_ALGORITHM_MAX_ENUM = 0x7fffffff
 } psdp_algorithm_t;
 
@@ -294,6 +297,25 @@ PSDP_API psdp_status_t psdp_all_reduce(const void* sendbuf, void* recvbuf, size_
  * NULL elsewhere). A root outside [0, nranks) is an invalid argument naming root. */
 PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
                                       psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* Host memory that the ranks of one host can reach directly: psdp_mem_alloc, as ncclMemAlloc. When every
+ * rank's buffers of a collective are such memory (or the ranks share one process, where any memory will do)
+ * and all ranks run on one host, collectives above the small-message size run the direct algorithm: each
+ * rank reduces or copies its share straight out of the other ranks' buffers and into them, with no copy
+ * through staging and no per-fragment messages (PSDP_ALGORITHM, README "Direct collectives"). Any other
+ * buffer works as before, through the ring. Buffers of psdp_mem_alloc are ordinary host memory for the
+ * caller: readable and writable by any code, usable with any communicator or none.
+ * Each buffer is a separate shared-memory file mapped into this process (memfd), at least `bytes` long,
+ * page aligned, with every page allocated and zeroed before the call returns (so no operation pays the
+ * first touch of its pages). Other ranks map it through /proc/<pid>/fd, which the kernel allows where it
+ * allows process_vm_readv (the same user; no ptrace restriction): where it does not, a direct collective
+ * fails with PSDP_ERR_SYSTEM naming the buffer and the rank, and PSDP_ALGORITHM=ring avoids it. A peer keeps
+ * a buffer mapped after its owner frees it, until it has mapped 64 newer ones (or its communicator is
+ * destroyed): memory returns to the system then.
+ * Thread-safe. Errors: invalid argument (ptr_p NULL, bytes 0; free: ptr not from psdp_mem_alloc or
+ * already freed), system (out of memory or file descriptors). psdp_mem_free(NULL) does nothing. */
+PSDP_API psdp_status_t psdp_mem_alloc(void** ptr_p, size_t bytes);
+PSDP_API psdp_status_t psdp_mem_free(void* ptr);
 
 /* Completes once every rank has entered it. */
 PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p);

@@ -7,7 +7,9 @@ Every repetition runs each peer once, in turn, so that noise from other work on 
 of them alike; the median of the repetitions is reported. Open MPI is run under several documented
 shared-memory tunings and the best median per size is kept, so that psdp is compared with a tuned MPI.
 
-psdp-perf's buffers ask for transparent huge pages (its default, -H 1). So that no peer is measured on worse
+psdp-perf runs twice per collective: on private buffers (-R 0), where psdp runs its ring through staging, and
+on buffers from psdp_mem_alloc (-R 1), where it runs the direct algorithm; each gets its own table.
+psdp-perf's private buffers ask for transparent huge pages (its default, -H 1). So that no peer is measured on worse
 memory, ucx_perftest and Open MPI also run with glibc's malloc asking for them (GLIBC_TUNABLES below), and
 the best of the variants is what psdp is compared with.
 """
@@ -73,12 +75,12 @@ def run(cmd, timeout, env=None, quiet=False):
     return p.stdout
 
 
-def psdp_once(args, coll, tmp):
-    """(out-of-place, in-place) busbw (GB/s) per size of one psdp-perf run."""
+def psdp_once(args, coll, tmp, buffers):
+    """(out-of-place, in-place) busbw (GB/s) per size of one psdp-perf run on `buffers` (private or shared)."""
     out = os.path.join(tmp, f"psdp_{coll}.json")
     cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.psdp_perf, coll, "-b",
            str(args.min), "-e", str(args.max), "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "0",
-           "-J", out]
+           "-R", "1" if buffers == "shared" else "0", "-J", out]
     if run(cmd, args.timeout + 30) is None:
         return {}
     with open(out) as f:
@@ -164,6 +166,8 @@ def main():
     p.add_argument("--iters", type=int, default=10, help="timed iterations per size (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations per size (default 3)")
     p.add_argument("--mpi-configs", default=",".join(MPI_CONFIGS), help="Open MPI variants to try")
+    p.add_argument("--psdp-buffers", default="private,shared",
+                   help="psdp-perf buffers: private (-R 0), shared (-R 1, psdp_mem_alloc), or both (default)")
     p.add_argument("--no-ucx", action="store_true", help="skip ucx_perftest")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
@@ -181,6 +185,9 @@ def main():
     if not args.no_mpi and not (args.mpirun and mpicc):
         sys.exit("run_compare: mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev), "
                  "or pass --no-mpi")
+    modes = [m for m in args.psdp_buffers.split(",") if m]
+    if not modes or any(m not in ("private", "shared") for m in modes):
+        sys.exit(f"run_compare: --psdp-buffers {args.psdp_buffers!r}: expected private, shared or both")
     configs = [c for c in args.mpi_configs.split(",") if c]
     for c in configs:
         if c not in MPI_CONFIGS:
@@ -192,7 +199,7 @@ def main():
         sizes.append(s)
         s *= 2
     ucx_variants = [("", False), ("sm,self", False), ("", True), ("sm,self", True)]
-    psdp = {(c, place): {s: [] for s in sizes} for c in COLLS for place in (0, 1)}
+    psdp = {(m, c, place): {s: [] for s in sizes} for m in modes for c in COLLS for place in (0, 1)}
     ucx = {v: {s: [] for s in sizes} for v in ucx_variants}
     mpi = {(cfg, c): {s: [] for s in sizes} for cfg in configs for c in COLLS}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
@@ -204,11 +211,12 @@ def main():
         port = 13400
         for rep in range(args.reps):
             print(f"repetition {rep + 1}/{args.reps}", file=sys.stderr)
-            for c in COLLS:
-                for size, both in psdp_once(args, c, tmp).items():
-                    for place in (0, 1):
-                        if size in psdp[(c, place)]:
-                            psdp[(c, place)][size].append(both[place])
+            for m in modes:
+                for c in COLLS:
+                    for size, both in psdp_once(args, c, tmp, m).items():
+                        for place in (0, 1):
+                            if size in psdp[(m, c, place)]:
+                                psdp[(m, c, place)][size].append(both[place])
             if not args.no_ucx:
                 for v in ucx_variants:
                     for size in sizes:
@@ -223,10 +231,10 @@ def main():
 
     header = ("| size | psdp ar | psdp rs | psdp ag | psdp ag in-place | put_bw | ompi ar | ompi rs | ompi ag "
               "| ag/put | ag in-place/put | rs/put | rs/ompi rs | ar/ompi ar |")
-    rows = [header, "|" + "---|" * (header.count("|") - 1)]
     med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
     winners = {}
     put_winner = {}
+    best_ompi_at, best_put_at = {}, {}
     for s in sizes:
         best_ompi = {}
         for c in COLLS:
@@ -238,22 +246,30 @@ def main():
         puts = [(median(ucx[v][s]), v) for v in ucx_variants]
         puts = [x for x in puts if x[0] is not None]
         best_put, put_winner[s] = max(puts) if puts else (None, None)
-        ar, rs, ag, ag_ip = med[("ar", 0)][s], med[("rs", 0)][s], med[("ag", 0)][s], med[("ag", 1)][s]
-        rows.append(f"| {human(s)} | {fmt(ar)} | {fmt(rs)} | {fmt(ag)} | {fmt(ag_ip)} | {fmt(best_put)} | "
-                    f"{fmt(best_ompi['ar'])} | {fmt(best_ompi['rs'])} | {fmt(best_ompi['ag'])} | "
-                    f"{fmt(ratio(ag, best_put))} | {fmt(ratio(ag_ip, best_put))} | {fmt(ratio(rs, best_put))} | "
-                    f"{fmt(ratio(rs, best_ompi['rs']))} | {fmt(ratio(ar, best_ompi['ar']))} |")
+        best_ompi_at[s], best_put_at[s] = best_ompi, best_put
     lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; out-of-place "
              "unless marked; put_bw: ucx_perftest one-sided put bandwidth, the best of UCX_TLS default/sm,self with "
-             "and without huge pages; ompi: the best Open MPI variant per size.", ""] + rows + [""]
+             "and without huge pages; ompi: the best Open MPI variant per size."]
     big, mid = 256 << 20, 16 << 20
-    parts = []
-    for c in COLLS:
-        for place, label in ((0, ""), (1, " in-place")):
-            parts.append(f"{c}{label} {fmt(ratio(med[(c, place)].get(big), med[(c, place)].get(mid)))}")
-    lines.append("psdp busbw 256M/16M: " + ", ".join(parts))
-    lines.append("in-place busbw: " + "; ".join(
-        f"{human(s)} " + "/".join(fmt(med[(c, 1)][s]) for c in COLLS) for s in sizes) + " (ar/rs/ag)")
+    for m in modes:
+        title = "private buffers (-R 0)" if m == "private" else "psdp_mem_alloc buffers (-R 1)"
+        rows = [header, "|" + "---|" * (header.count("|") - 1)]
+        for s in sizes:
+            best_ompi, best_put = best_ompi_at[s], best_put_at[s]
+            ar, rs, ag = med[(m, "ar", 0)][s], med[(m, "rs", 0)][s], med[(m, "ag", 0)][s]
+            ag_ip = med[(m, "ag", 1)][s]
+            rows.append(f"| {human(s)} | {fmt(ar)} | {fmt(rs)} | {fmt(ag)} | {fmt(ag_ip)} | {fmt(best_put)} | "
+                        f"{fmt(best_ompi['ar'])} | {fmt(best_ompi['rs'])} | {fmt(best_ompi['ag'])} | "
+                        f"{fmt(ratio(ag, best_put))} | {fmt(ratio(ag_ip, best_put))} | {fmt(ratio(rs, best_put))} | "
+                        f"{fmt(ratio(rs, best_ompi['rs']))} | {fmt(ratio(ar, best_ompi['ar']))} |")
+        lines += ["", f"psdp on {title}:", ""] + rows + [""]
+        parts = []
+        for c in COLLS:
+            for place, label in ((0, ""), (1, " in-place")):
+                parts.append(f"{c}{label} {fmt(ratio(med[(m, c, place)].get(big), med[(m, c, place)].get(mid)))}")
+        lines.append(f"psdp ({m}) busbw 256M/16M: " + ", ".join(parts))
+        lines.append(f"psdp ({m}) in-place busbw: " + "; ".join(
+            f"{human(s)} " + "/".join(fmt(med[(m, c, 1)][s]) for c in COLLS) for s in sizes) + " (ar/rs/ag)")
     if not args.no_ucx:
         lines.append("best put_bw variant per size: " + "; ".join(
             f"{human(s)} {(put_winner[s][0] or 'default') + (' +thp' if put_winner[s][1] else '')}"

@@ -38,6 +38,7 @@ const char* algorithmName(psdp_algorithm_t algorithm) {
     case PSDP_ALGORITHM_AUTO: return "auto";
     case PSDP_ALGORITHM_RING: return "ring";
     case PSDP_ALGORITHM_RHD: return "rhd";
+    case PSDP_ALGORITHM_DIRECT: return "direct";
     default: return nullptr;
   }
 }
@@ -185,23 +186,25 @@ const ParamSpec kParamTable[] = {
      },
      [](const Config& c) { return std::string(progressModeName(c.progress_mode)); }},
 
-    {"algorithm", "PSDP_ALGORITHM", "auto|ring|rhd", "auto",
+    {"algorithm", "PSDP_ALGORITHM", "auto|ring|rhd|direct", "auto",
      "Collective algorithm: 'auto' picks recursive halving/doubling for small messages (all-reduce that fits "
-     "one staging fragment; reduce-scatter and all-gather on power-of-two rank counts) and the pipelined ring "
-     "for large ones; 'ring' and 'rhd' force one where it applies. Ignored when PSDP_DETERMINISTIC=1.",
+     "one staging fragment; reduce-scatter and all-gather on power-of-two rank counts), and for large ones "
+     "the direct algorithm where every rank can address every other rank's buffers (one host, and ranks of "
+     "one process or buffers from psdp_mem_alloc), else the pipelined ring; 'ring' and 'rhd' force one where "
+     "it applies, 'direct' tries it at every size. Ignored when PSDP_DETERMINISTIC=1.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, algorithm) || u.algorithm == PSDP_ALGORITHM_UNSET) return std::nullopt;
        const char* name = algorithmName(static_cast<psdp_algorithm_t>(u.algorithm));
        return std::string(name ? name : fmt::format("{}", u.algorithm).c_str());
      },
      [](std::string_view text, Config& c) -> Status {
-       for (auto algorithm : {PSDP_ALGORITHM_AUTO, PSDP_ALGORITHM_RING, PSDP_ALGORITHM_RHD}) {
+       for (auto algorithm : {PSDP_ALGORITHM_AUTO, PSDP_ALGORITHM_RING, PSDP_ALGORITHM_RHD, PSDP_ALGORITHM_DIRECT}) {
          if (text == algorithmName(algorithm)) {
            c.algorithm = algorithm;
            return Status::ok();
          }
        }
-       return Status::invalidArgument("'{}' is not one of auto, ring, rhd", text);
+       return Status::invalidArgument("'{}' is not one of auto, ring, rhd, direct", text);
      },
      [](const Config& c) { return std::string(algorithmName(c.algorithm)); }},
 

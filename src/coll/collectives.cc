@@ -3,7 +3,9 @@
 // other rank (coll/op_header_check.h); the local work of the trivial cases (empty buffers, a
 // single rank) is done in start(). Blocking calls post a task and drive it here; core's engine drives
 // posted ones. The algorithm is chosen at post time (chooseRecursive): recursive halving/doubling for small
-// messages, where the ring's n-1 latencies per pass dominate, the ring otherwise.
+// messages, where the ring's n-1 latencies per pass dominate, the ring otherwise. On one host, larger
+// operations first try the direct algorithm (withDirect, coll/direct_phase.h), and the planned stages run
+// only if some rank's buffers turn out unreachable.
 #include "coll/collectives.h"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <mutex>
 
 #include "coll/chain_broadcast.h"
+#include "coll/direct_phase.h"
 #include "coll/op_context.h"
 #include "coll/op_header_check.h"
 #include "coll/recursive_collectives.h"
@@ -30,11 +33,15 @@ namespace {
 // slots, see ring_reduce_scatter.cc).
 constexpr int kDepth = 4;
 
+// At most this many operations in a row skip trying direct after one could not run it (skipDirect).
+constexpr int kMaxDirectBackoff = 64;
+
 void copyIfDistinct(std::byte* dst, const std::byte* src, size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
 
 enum class Stage {
+  kDirect,
   kReduceScatter,
   kAllGather,
   kBroadcast,
@@ -60,7 +67,7 @@ class RingCollectives;
 // What one collective does, fixed at post time. Stages read their arguments from here, so a task never
 // allocates after start() except for the state machine of each stage.
 struct TaskPlan {
-  std::array<Stage, 2> stages{};
+  std::array<Stage, 3> stages{};
   int nstages = 0;
   RingReduceScatterArgs reduce;
   RingAllGatherArgs gather;
@@ -68,6 +75,8 @@ struct TaskPlan {
   RecursiveAllReduceArgs recursive_reduce;
   RecursiveReduceScatterArgs recursive_scatter;
   RecursiveAllGatherArgs recursive_gather;
+  DirectArgs direct;
+  bool tries_direct = false;  // stages[0] is kDirect; the others run only if it finds buffers out of reach
   bool recursive = false;
   Choice choice = Choice::kRing;
   size_t bytes = 0;  // the whole buffer, as compared with rhd_max_bytes
@@ -99,6 +108,7 @@ class RingTask final : public CollTask {
   TaskPlan plan_;
   int next_stage_ = 0;
   std::unique_ptr<Phase> phase_;
+  DirectPhase* direct_phase_ = nullptr;  // phase_, while it is the direct phase
   bool stages_done_ = false;
   bool exchanges_header_ = false;
   bool header_checked_ = false;
@@ -113,7 +123,8 @@ class RingCollectives final : public Collectives {
       : Collectives(transport),
         params_(params),
         staging_(std::move(staging)),
-        agreement_(params.context_id, params.nranks) {}
+        agreement_(params.context_id, params.nranks),
+        direct_(params.nranks) {}
 
   Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                                       psdp_dtype_t dtype, psdp_op_t op) override;
@@ -127,7 +138,12 @@ class RingCollectives final : public Collectives {
 
   Status checkUsable() const;
   void fail(const OpContext& op, const Status& status);
-  void logStart(const OpContext& op, const TaskPlan& plan) const;
+  // `tries_direct`: the task starts with the direct phase.
+  void logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const;
+  // Whether a task that tries direct should skip it this time, and the outcome of one that tried.
+  bool skipDirect();
+  void directOutcome(const OpContext& op, bool ran);
+  DirectChannel& directChannel() { return direct_; }
 
  private:
   OpContext beginOp(OpHeader header);
@@ -136,6 +152,7 @@ class RingCollectives final : public Collectives {
   }
   size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.chunk_bytes / esize); }
   void chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only, size_t staging_bytes) const;
+  std::unique_ptr<CollTask> withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args, size_t bytes);
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
   CollParams params_;
@@ -143,6 +160,9 @@ class RingCollectives final : public Collectives {
   CompletionRing sends_{kDepth};
   CompletionRing recvs_{kDepth};
   AgreementChannel agreement_;
+  DirectChannel direct_;
+  int direct_backoff_ = 0;     // length of the last run of skips; doubles with every fallback
+  int direct_skips_left_ = 0;  // operations still to skip them
   uint32_t seq_ = 0;
   // Posts (the user's thread) read it while the thread driving tasks (core's engine) may record a failure.
   mutable std::mutex failed_mutex_;
@@ -176,7 +196,9 @@ void RingTask::start(const Deadline& deadline) {
     stages_done_ = true;
     return;
   }
-  owner_.logStart(op_, plan_);
+  const bool skips_direct = plan_.tries_direct && owner_.skipDirect();
+  if (skips_direct) next_stage_ = 1;
+  owner_.logStart(op_, plan_, plan_.tries_direct && !skips_direct);
 }
 
 // The agreement is polled first. A message of the wrong size (mismatch from the transport) means the
@@ -219,8 +241,14 @@ Result<Progress> RingTask::advanceStages() {
     if (progress == Progress::kBlocked) return moved ? Progress::kAdvanced : Progress::kBlocked;
     moved = true;
     if (progress == Progress::kDone) {
+      bool ran_direct = false;
+      if (direct_phase_ != nullptr) {
+        ran_direct = direct_phase_->ran();
+        owner_.directOutcome(op_, ran_direct);
+        direct_phase_ = nullptr;
+      }
       phase_.reset();
-      stages_done_ = next_stage_ == plan_.nstages;
+      stages_done_ = ran_direct || next_stage_ == plan_.nstages;
     }
   }
   return Progress::kDone;
@@ -245,6 +273,11 @@ void RingTask::abandon(const Status& status) {
 
 std::unique_ptr<Phase> RingTask::startStage(Stage stage) {
   switch (stage) {
+    case Stage::kDirect: {
+      auto direct = std::make_unique<DirectPhase>(op_, plan_.direct, owner_.directChannel());
+      direct_phase_ = direct.get();
+      return direct;
+    }
     case Stage::kReduceScatter: return startRingReduceScatter(op_, plan_.reduce);
     case Stage::kAllGather: return startRingAllGather(op_, plan_.gather);
     case Stage::kBroadcast: return startChainBroadcast(op_, plan_.broadcast);
@@ -285,7 +318,10 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
                               kernel,
                               kernel.scalesInput() ? findReduceKernel(dtype, PSDP_SUM) : kernel};
     plan.stages[plan.nstages++] = Stage::kRecursiveReduceScatter;
-    return makeTask(op, plan);
+    return withDirect(op, plan,
+                      {OpKind::kReduceScatter, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
+                       recvcount, esize, kernel},
+                      plan.bytes);
   }
   BlockLayout layout(recvcount * static_cast<size_t>(params_.nranks), params_.nranks);
   plan.reduce = {static_cast<const std::byte*>(sendbuf),
@@ -295,7 +331,10 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
                  fragElems(esize),
                  kernel};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
-  return makeTask(op, plan);
+  return withDirect(op, plan,
+                    {OpKind::kReduceScatter, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
+                     recvcount, esize, kernel},
+                    plan.bytes);
 }
 
 Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
@@ -319,13 +358,19 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sen
     plan.recursive_gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), sendcount,
                              esize};
     plan.stages[plan.nstages++] = Stage::kRecursiveAllGather;
-    return makeTask(op, plan);
+    return withDirect(op, plan,
+                      {OpKind::kAllGather, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
+                       sendcount, esize, ReduceKernel{}},
+                      plan.bytes);
   }
   BlockLayout layout(sendcount * static_cast<size_t>(params_.nranks), params_.nranks);
   plan.gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), layout, esize,
                  fragElems(esize)};
   plan.stages[plan.nstages++] = Stage::kAllGather;
-  return makeTask(op, plan);
+  return withDirect(op, plan,
+                    {OpKind::kAllGather, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
+                     sendcount, esize, ReduceKernel{}},
+                    plan.bytes);
 }
 
 // Reduce-scatter over nearly equal blocks leaves this rank's block of the sum in recvbuf; all-gather then
@@ -357,7 +402,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
       plan.recursive_reduce.kernel = findReduceKernel(dtype, PSDP_SUM);
     }
     plan.stages[plan.nstages++] = Stage::kRecursiveAllReduce;
-    return makeTask(op, plan);
+    return withDirect(op, plan, {OpKind::kAllReduce, input, output, count, esize, kernel}, plan.bytes);
   }
   BlockLayout layout(count, params_.nranks);
   std::byte* own_block = output + layout.offset(params_.rank) * esize;
@@ -365,7 +410,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
   plan.gather = {own_block, output, layout, esize, fragElems(esize)};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
   plan.stages[plan.nstages++] = Stage::kAllGather;
-  return makeTask(op, plan);
+  return withDirect(op, plan, {OpKind::kAllReduce, input, output, count, esize, kernel}, plan.bytes);
 }
 
 Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sendbuf, void* recvbuf, size_t count,
@@ -391,7 +436,9 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sen
   plan.broadcast = {
       root, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count, esize, fragElems(esize)};
   plan.stages[plan.nstages++] = Stage::kBroadcast;
-  return makeTask(op, plan);
+  DirectArgs direct{OpKind::kBroadcast, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count,
+                    esize, ReduceKernel{}, root};
+  return withDirect(op, plan, direct, count * esize);
 }
 
 Result<std::unique_ptr<CollTask>> RingCollectives::postBarrier() {
@@ -447,7 +494,46 @@ void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_o
   }
 }
 
-void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan) const {
+// The planned stages stay behind the direct phase as its fallback. Premul-sum never runs direct: a rank
+// reducing another rank's input would need that rank's scalar.
+std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args,
+                                                      size_t bytes) {
+  const bool allowed = params_.algorithm == PSDP_ALGORITHM_DIRECT ||
+                       (params_.algorithm == PSDP_ALGORITHM_AUTO && bytes > params_.rhd_max_bytes);
+  if (params_.single_host && !params_.deterministic && allowed && !args.kernel.scalesInput()) {
+    plan.direct = args;
+    plan.tries_direct = true;
+    std::copy_backward(plan.stages.begin(), plan.stages.begin() + plan.nstages,
+                       plan.stages.begin() + plan.nstages + 1);
+    plan.stages[0] = Stage::kDirect;
+    ++plan.nstages;
+  }
+  return makeTask(op, plan);
+}
+
+// A caller whose buffers are private pays one small-message round per operation for nothing; after each
+// operation that could not run direct the next 1, 2, 4, ... kMaxDirectBackoff ones skip the offers, and
+// one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Tasks start one at a time in posting order, and every rank sees the same
+// outcomes (the decision is a function of all offers), so every rank skips the same operations.
+bool RingCollectives::skipDirect() {
+  if (params_.algorithm == PSDP_ALGORITHM_DIRECT || direct_skips_left_ == 0) return false;
+  --direct_skips_left_;
+  return true;
+}
+
+void RingCollectives::directOutcome(const OpContext& op, bool ran) {
+  direct_backoff_ = ran ? 0 : std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));
+  direct_skips_left_ = direct_backoff_;
+  if (ran) {
+    log().debug("{}: ran direct", op.describe());
+  } else {
+    log().debug("{}: some rank's buffers are out of direct reach (not psdp_mem_alloc memory of a process on "
+                "this host): falling back; the next {} operations will not try",
+                op.describe(), direct_backoff_);
+  }
+}
+
+void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
   // The reason is formatted only when it will be printed: no allocation per operation otherwise.
   if (!log().should_log(spdlog::level::debug)) return;
   std::string why;
@@ -465,12 +551,15 @@ void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan) const 
     RecursiveGroup group(params_.rank, params_.nranks);
     const char* name = plan.stages[0] == Stage::kRecursiveReduceScatter ? "recursive halving" : "recursive doubling";
     std::string folded = group.extra > 0 ? fmt::format(" ({} folded into a partner)", group.extra) : std::string();
-    log().debug("{}: {} over {} ranks{}, {} steps{}", op.describe(), name, params_.nranks, folded,
+    log().debug("{}: {}{} over {} ranks{}, {} steps{}", op.describe(),
+                tries_direct ? "direct where every rank's buffers are reachable, else " : "", name,
+                params_.nranks, folded,
                 group.steps + (group.extra > 0 ? 2 : 0), why);
     return;
   }
-  log().debug("{}: ring over {} ranks, fragments of {} elements, {} in flight per direction{}", op.describe(),
-              params_.nranks, fragElems(dtypeSize(op.header.dtype)), kDepth, why);
+  log().debug("{}: {}ring over {} ranks, fragments of {} elements, {} in flight per direction{}", op.describe(),
+              tries_direct ? "direct where every rank's buffers are reachable, else " : "", params_.nranks,
+              fragElems(dtypeSize(op.header.dtype)), kDepth, why);
 }
 
 void RingCollectives::fail(const OpContext& op, const Status& status) {

@@ -37,6 +37,9 @@ struct CollParams {
   // Auto: all-reduce, reduce-scatter and all-gather of at most this many bytes (the whole buffer) use
   // recursive halving/doubling where it applies. Measured with psdp-perf (README, "Collectives").
   size_t rhd_max_bytes = kDefaultRhdMaxBytes;
+  // Every rank runs on one host (core's placements): operations above rhd_max_bytes (any size with
+  // PSDP_ALGORITHM=direct) first find out whether they can run direct (coll/direct_phase.h).
+  bool single_host = false;
 };
 
 // One posted collective. It holds its arguments, tag and sequence number from the moment it is posted; it

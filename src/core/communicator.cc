@@ -85,6 +85,7 @@ Status Communicator::connectPeers(const std::vector<std::vector<std::byte>>& add
   coll::CollParams coll_params{rank_, nranks_, config_.chunk_bytes, /*context_id=*/0, log_};
   coll_params.algorithm = config_.algorithm;
   coll_params.deterministic = config_.deterministic;
+  coll_params.single_host = placements_.mapping().hosts.size() == 1;
   PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*transport_, coll_params));
   bool background = config_.progress_mode == PSDP_PROGRESS_THREAD;
   engine_ = std::make_unique<CollEngine>(*transport_, background, config_.timeout_s, log_);

@@ -155,6 +155,28 @@ static void test_unsupported_calls(psdp_comm_h comm) {
   CHECK(out[3] == 4);
 }
 
+/* psdp_mem_alloc and psdp_mem_free need no communicator: arguments, a zeroed writable buffer, a double free. */
+static void test_mem_alloc(void) {
+  void* p = NULL;
+  unsigned char* bytes;
+  int zeroed = 1;
+  size_t i;
+
+  CHECK_ERROR(psdp_mem_alloc(NULL, 8), PSDP_ERR_INVALID_ARGUMENT, NULL, "ptr_p");
+  CHECK_ERROR(psdp_mem_alloc(&p, 0), PSDP_ERR_INVALID_ARGUMENT, NULL, "bytes");
+  CHECK(p == NULL);
+  CHECK(psdp_mem_alloc(&p, 1000) == PSDP_SUCCESS && p != NULL);
+  if (p == NULL) return;
+  bytes = (unsigned char*)p;
+  for (i = 0; i < 1000; ++i) zeroed = zeroed && bytes[i] == 0;
+  CHECK(zeroed);
+  memset(bytes, 0xab, 1000);
+  CHECK(bytes[0] == 0xab && bytes[999] == 0xab);
+  CHECK(psdp_mem_free(p) == PSDP_SUCCESS);
+  CHECK_ERROR(psdp_mem_free(p), PSDP_ERR_INVALID_ARGUMENT, NULL, "psdp_mem_free");
+  CHECK(psdp_mem_free(NULL) == PSDP_SUCCESS);
+}
+
 /* A one-rank communicator exercises the whole init path in-process: unique id, root thread, UCX. */
 static void test_one_rank_lifecycle(void) {
   psdp_unique_id_t id;
@@ -200,6 +222,7 @@ int main(void) {
   test_params();
   test_init_arguments();
   test_handle_arguments();
+  test_mem_alloc();
   test_one_rank_lifecycle();
   return finish_checks();
 }

@@ -7,8 +7,11 @@ import re
 import sys
 from pathlib import Path
 
+# Host memory that processes of one host share (psdp_mem_alloc) and map from each other: no backend involved,
+# so the collectives may address peers' buffers with it directly.
+SHARED_MEMORY = ["transport/process_identity.h", "transport/shared_segment.h", "transport/peer_segment_map.h"]
 # What every backend may share besides the interface: helpers that know no backend.
-TRANSPORT_SHARED = ["transport/transport.h", "transport/process_identity.h", "transport/peer_liveness.h"]
+TRANSPORT_SHARED = ["transport/transport.h", "transport/peer_liveness.h"] + SHARED_MEMORY
 
 # room -> rooms (path prefixes under src/) it may include, itself included.
 ALLOWED = {
@@ -18,7 +21,7 @@ ALLOWED = {
     "transport/nccl": ["base/", "transport/nccl/"] + TRANSPORT_SHARED,
     "transport/registry": ["base/", "transport/"],
     "topo": ["base/", "topo/"],
-    "coll": ["base/", "transport/transport.h", "coll/"],
+    "coll": ["base/", "transport/transport.h", "coll/"] + SHARED_MEMORY,
     "shard": ["base/", "shard/"],
     "tune": ["base/", "tune/"],
     "engine": ["base/", "transport/transport.h", "coll/", "shard/", "tune/", "engine/"],

@@ -1,10 +1,12 @@
 // Multi-process correctness matrix of the collectives, run by psdp-run for several world sizes:
-//   psdp-run -n 4 -- mp_matrix [--long]
+//   psdp-run -n 4 -- mp_matrix [--long] [--shared all|even]
 // Reduce-scatter and all-reduce for every dtype x op (premul-sum included) x in-place/out-of-place; all-gather
 // and broadcast (roots 0 and nranks-1) for every dtype x in-place/out-of-place. Counts 0, 1, 7 and 1000, or
 // with --long 1M+3 (the long tier). Every element of every result is checked exactly against
 // mp_matrix_model.h; outputs start as sentinels, so an element nobody wrote shows, and the element just past
-// recvbuf must keep its value.
+// recvbuf must keep its value. With --shared the buffers come from psdp_mem_alloc, on every rank (all: with
+// PSDP_ALGORITHM=direct every case runs the direct algorithm) or on even ranks only (even: the direct phase
+// must find the odd ranks' buffers out of reach and fall back on every rank alike).
 #include <psdp/psdp.h>
 
 #include <algorithm>
@@ -102,8 +104,32 @@ std::string describe(const Case& c) {
 // Buffers for the largest case, allocated and touched once: first touch of fresh pages is slow on small
 // VMs, and a per-case allocation would dominate the run time.
 struct Buffers {
-  std::unique_ptr<unsigned char[]> send;
-  std::unique_ptr<unsigned char[]> recv;
+  unsigned char* send = nullptr;
+  unsigned char* recv = nullptr;
+  bool shared = false;
+
+  bool allocate(size_t bytes, bool from_psdp) {
+    shared = from_psdp;
+    if (!shared) {
+      send = new unsigned char[bytes]();  // value-initialised: touched here, once
+      recv = new unsigned char[bytes]();
+      return true;
+    }
+    void* s = nullptr;
+    void* r = nullptr;
+    if (psdp_mem_alloc(&s, bytes) != PSDP_SUCCESS || psdp_mem_alloc(&r, bytes) != PSDP_SUCCESS) return false;
+    send = static_cast<unsigned char*>(s);
+    recv = static_cast<unsigned char*>(r);
+    return true;
+  }
+  void release() {
+    if (shared) {
+      g_report.check(psdp_mem_free(send) == PSDP_SUCCESS && psdp_mem_free(recv) == PSDP_SUCCESS, "psdp_mem_free");
+    } else {
+      delete[] send;
+      delete[] recv;
+    }
+  }
 };
 Buffers g_buf;
 Tile g_input, g_want, g_sentinel;
@@ -138,10 +164,10 @@ void runReduceScatter(psdp_comm_h comm, const Case& c, psdp_op_t op) {
   const size_t esz = dtypeSize(c.dtype), total = c.count * g_nranks;
   makeTile(g_input, c.dtype, [&](size_t j) { return psdp::mp::reduceInput(c.dtype, c.op, g_rank, g_nranks, j); });
   makeTile(g_want, c.dtype, [&](size_t j) { return psdp::mp::reduceExpected(c.dtype, c.op, g_nranks, j); });
-  unsigned char* send = g_buf.send.get();
+  unsigned char* send = g_buf.send;
   fill(send, total, g_input, 0);
   fill(send + total * esz, 1, g_sentinel, 0);
-  unsigned char* recv = c.in_place ? send + g_rank * c.count * esz : g_buf.recv.get();
+  unsigned char* recv = c.in_place ? send + g_rank * c.count * esz : g_buf.recv;
   if (!c.in_place) fill(recv, c.count + 1, g_sentinel, 0);
   psdp_status_t s = psdp_reduce_scatter(send, recv, c.count, c.dtype, op, comm, nullptr, nullptr);
   // In place, the element past this rank's block is the next rank's input (sendbuf is const), or the
@@ -158,10 +184,10 @@ void runAllReduce(psdp_comm_h comm, const Case& c, psdp_op_t op) {
   const size_t esz = dtypeSize(c.dtype);
   makeTile(g_input, c.dtype, [&](size_t j) { return psdp::mp::reduceInput(c.dtype, c.op, g_rank, g_nranks, j); });
   makeTile(g_want, c.dtype, [&](size_t j) { return psdp::mp::reduceExpected(c.dtype, c.op, g_nranks, j); });
-  unsigned char* send = g_buf.send.get();
+  unsigned char* send = g_buf.send;
   fill(send, c.count, g_input, 0);
   fill(send + c.count * esz, 1, g_sentinel, 0);
-  unsigned char* recv = c.in_place ? send : g_buf.recv.get();
+  unsigned char* recv = c.in_place ? send : g_buf.recv;
   if (!c.in_place) fill(recv, c.count + 1, g_sentinel, 0);
   psdp_status_t s = psdp_all_reduce(send, recv, c.count, c.dtype, op, comm, nullptr, nullptr);
   Result r{c, {}};
@@ -172,9 +198,9 @@ void runAllReduce(psdp_comm_h comm, const Case& c, psdp_op_t op) {
 
 void runAllGather(psdp_comm_h comm, const Case& c) {
   const size_t esz = dtypeSize(c.dtype), total = c.count * g_nranks;
-  unsigned char* recv = g_buf.recv.get();
+  unsigned char* recv = g_buf.recv;
   fill(recv, total + 1, g_sentinel, 0);
-  unsigned char* send = c.in_place ? recv + g_rank * c.count * esz : g_buf.send.get();
+  unsigned char* send = c.in_place ? recv + g_rank * c.count * esz : g_buf.send;
   makeTile(g_input, c.dtype, [&](size_t j) { return psdp::mp::moveInput(c.dtype, g_rank, j); });
   fill(send, c.count, g_input, 0);
   psdp_status_t s = psdp_all_gather(send, recv, c.count, c.dtype, comm, nullptr, nullptr);
@@ -190,9 +216,9 @@ void runAllGather(psdp_comm_h comm, const Case& c) {
 void runBroadcast(psdp_comm_h comm, const Case& c) {
   const size_t esz = dtypeSize(c.dtype);
   makeTile(g_want, c.dtype, [&](size_t j) { return psdp::mp::moveInput(c.dtype, c.root, j); });
-  unsigned char* recv = g_buf.recv.get();
+  unsigned char* recv = g_buf.recv;
   fill(recv, c.count + 1, g_sentinel, 0);
-  unsigned char* send = c.in_place ? recv : g_buf.send.get();
+  unsigned char* send = c.in_place ? recv : g_buf.send;
   if (g_rank == c.root) fill(send, c.count, g_want, 0);
   psdp_status_t s = psdp_broadcast(send, recv, c.count, c.dtype, c.root, comm, nullptr, nullptr);
   Result r{c, {}};
@@ -234,9 +260,19 @@ void runDtype(psdp_comm_h comm, psdp_dtype_t dtype, const std::vector<size_t>& c
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool long_counts = argc > 1 && std::strcmp(argv[1], "--long") == 0;
-  if (argc > 2 || (argc == 2 && !long_counts)) {
-    std::fprintf(stderr, "usage: %s [--long]\n", argv[0]);
+  bool long_counts = false;
+  std::string shared = "none";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--long") == 0) {
+      long_counts = true;
+    } else if (std::strcmp(argv[i], "--shared") == 0 && i + 1 < argc) {
+      shared = argv[++i];
+    } else {
+      shared = "bad";
+    }
+  }
+  if (shared != "none" && shared != "all" && shared != "even") {
+    std::fprintf(stderr, "usage: %s [--long] [--shared all|even]\n", argv[0]);
     return 2;
   }
   const std::vector<size_t> counts =
@@ -244,12 +280,19 @@ int main(int argc, char** argv) {
   psdp_comm_h comm = psdp::mp::initFromEnv(g_report, &g_rank, &g_nranks);
   if (comm == nullptr) return 1;
   const size_t bytes = (counts.back() * g_nranks + 1) * sizeof(double);
-  g_buf.send = std::make_unique<unsigned char[]>(bytes);  // value-initialised: touched here, once
-  g_buf.recv = std::make_unique<unsigned char[]>(bytes);
+  const bool from_psdp = shared == "all" || (shared == "even" && g_rank % 2 == 0);
+  if (!g_buf.allocate(bytes, from_psdp)) {
+    g_report.check(false, "psdp_mem_alloc of 2 x " + std::to_string(bytes) + " bytes");
+    return g_report.finish();
+  }
   auto start = std::chrono::steady_clock::now();
   for (int d = 0; d < PSDP_NUM_DTYPES; ++d) runDtype(comm, static_cast<psdp_dtype_t>(d), counts);
   std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  if (g_rank == 0) std::printf("mp_matrix: %d ranks, %d cases in %.1f s\n", g_nranks, g_cases, took.count());
+  if (g_rank == 0) {
+    std::printf("mp_matrix: %d ranks, %d cases in %.1f s, buffers: %s\n", g_nranks, g_cases, took.count(),
+                shared == "none" ? "private" : (shared == "all" ? "psdp_mem_alloc" : "psdp_mem_alloc on even ranks"));
+  }
+  g_buf.release();
   psdp_status_t s = psdp_comm_finalize(comm);
   g_report.check(s == PSDP_SUCCESS, "finalize: " + why(comm, s));
   g_report.check(psdp_comm_destroy(comm) == PSDP_SUCCESS, "destroy");

@@ -18,11 +18,20 @@ TEST(ConfigAlgorithmTest, DefaultsAreAutoAndNotDeterministic) {
 
 TEST(ConfigAlgorithmTest, EnvironmentSetsBoth) {
   for (auto [text, algorithm] : {std::pair{"auto", PSDP_ALGORITHM_AUTO}, std::pair{"ring", PSDP_ALGORITHM_RING},
-                                 std::pair{"rhd", PSDP_ALGORITHM_RHD}}) {
+                                 std::pair{"rhd", PSDP_ALGORITHM_RHD}, std::pair{"direct", PSDP_ALGORITHM_DIRECT}}) {
     auto c = Config::resolve(nullptr, MapEnvironment({{"PSDP_ALGORITHM", text}, {"PSDP_DETERMINISTIC", "1"}}));
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     EXPECT_EQ(c.value().algorithm, algorithm) << text;
     EXPECT_TRUE(c.value().deterministic);
+  }
+}
+
+TEST(ConfigAlgorithmTest, AnUnknownNameListsEveryAlgorithm) {
+  auto r = Config::resolve(nullptr, MapEnvironment(std::map<std::string, std::string>{{"PSDP_ALGORITHM", "tree"}}));
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), PSDP_ERR_INVALID_ARGUMENT);
+  for (const char* name : {"auto", "ring", "rhd", "direct"}) {
+    EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
   }
 }
 

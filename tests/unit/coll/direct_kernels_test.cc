@@ -1,0 +1,172 @@
+// directReduce and directCopy against exact expectations: small integer values, so that every dtype's sum,
+// max and avg has one right answer, at counts below, at and past a tile, into one or several outputs and in
+// place; guard bytes around every destination catch a store past its end.
+#include "coll/direct_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "coll/half.h"
+
+namespace psdp::coll {
+namespace {
+
+constexpr size_t kGuard = 64;
+constexpr std::byte kGuardByte{0x5a};
+
+struct alignas(64) Tile {
+  std::byte bytes[kDirectTileBytes];
+};
+
+// One (dtype, op): how to store an exact value, and the exact result of reducing rank values.
+struct Case {
+  const char* name;
+  psdp_dtype_t dtype;
+  psdp_op_t op;
+  size_t elem_size;
+  void (*store)(std::byte* at, double value);
+  double (*expected)(const std::vector<int>& values);
+};
+
+template <typename T>
+void storeAs(std::byte* at, double value) {
+  T v = static_cast<T>(value);
+  std::memcpy(at, &v, sizeof(T));
+}
+
+void storeFp16(std::byte* at, double value) {
+  uint16_t v = floatToFp16(static_cast<float>(value));
+  std::memcpy(at, &v, sizeof(v));
+}
+
+double sumOf(const std::vector<int>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0);
+}
+double maxOf(const std::vector<int>& v) {
+  return *std::max_element(v.begin(), v.end());
+}
+double floatAvg(const std::vector<int>& v) {
+  return static_cast<float>(sumOf(v)) / static_cast<float>(v.size());  // as the kernel: a float division
+}
+
+const Case kCases[] = {
+    {"float32 sum", PSDP_FLOAT32, PSDP_SUM, 4, storeAs<float>, sumOf},
+    {"int32 max", PSDP_INT32, PSDP_MAX, 4, storeAs<int32_t>, maxOf},
+    {"float32 avg", PSDP_FLOAT32, PSDP_AVG, 4, storeAs<float>, floatAvg},
+    {"float16 sum", PSDP_FLOAT16, PSDP_SUM, 2, storeFp16, sumOf},
+};
+
+int valueOf(size_t rank, size_t i) {
+  return static_cast<int>((i * 7 + rank * 13) % 23) - 11;
+}
+
+// Where the result goes: `separate` fresh buffers, plus inputs[0], the last input or every input (an
+// all-reduce in place) when in place.
+enum class InPlace { kNo, kFirstInput, kLastInput, kEveryInput };
+
+void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, InPlace in_place) {
+  SCOPED_TRACE(::testing::Message() << c.name << ", " << ninputs << " inputs, count " << count << ", " << separate
+                                    << " separate outputs, in place " << static_cast<int>(in_place));
+  const size_t bytes = count * c.elem_size;
+  // Each buffer: guard, data, guard.
+  std::vector<std::vector<std::byte>> buffers(ninputs + separate,
+                                              std::vector<std::byte>(bytes + 2 * kGuard, kGuardByte));
+  auto data = [&](size_t b) { return buffers[b].data() + kGuard; };
+  std::vector<const std::byte*> inputs;
+  for (size_t r = 0; r < ninputs; ++r) {
+    for (size_t i = 0; i < count; ++i) c.store(data(r) + i * c.elem_size, valueOf(r, i));
+    inputs.push_back(data(r));
+  }
+  std::vector<std::byte*> outputs;
+  std::vector<size_t> output_buffers;
+  if (in_place == InPlace::kFirstInput) output_buffers.push_back(0);
+  if (in_place == InPlace::kLastInput) output_buffers.push_back(ninputs - 1);
+  for (size_t r = 0; in_place == InPlace::kEveryInput && r < ninputs; ++r) output_buffers.push_back(r);
+  for (size_t k = 0; k < separate; ++k) output_buffers.push_back(ninputs + k);
+  for (size_t b : output_buffers) outputs.push_back(data(b));
+
+  std::vector<std::byte> want(bytes);
+  std::vector<int> values(ninputs);
+  for (size_t i = 0; i < count; ++i) {
+    for (size_t r = 0; r < ninputs; ++r) values[r] = valueOf(r, i);
+    c.store(want.data() + i * c.elem_size, c.expected(values));
+  }
+
+  auto tile = std::make_unique<Tile>();
+  directReduce(findReduceKernel(c.dtype, c.op), inputs, outputs, count, c.elem_size, static_cast<int>(ninputs),
+               tile->bytes);
+
+  for (size_t b : output_buffers) {
+    const std::byte* got = data(b);
+    auto diff = std::mismatch(want.begin(), want.end(), got).first;
+    EXPECT_TRUE(diff == want.end()) << "output buffer " << b << " differs at element "
+                                    << (diff - want.begin()) / static_cast<ptrdiff_t>(c.elem_size);
+  }
+  auto isGuard = [](std::byte x) { return x == kGuardByte; };
+  for (const auto& buffer : buffers) {
+    EXPECT_TRUE(std::all_of(buffer.begin(), buffer.begin() + kGuard, isGuard)) << "a store before a buffer";
+    EXPECT_TRUE(std::all_of(buffer.end() - kGuard, buffer.end(), isGuard)) << "a store past a buffer";
+  }
+}
+
+std::vector<size_t> countsFor(size_t elem_size) {
+  const size_t tile_elems = kDirectTileBytes / elem_size;
+  return {0, 1, 7, tile_elems, 3 * tile_elems + 5};
+}
+
+TEST(DirectKernelsTest, ReducesTwoToFourInputsIntoSeparateOutputs) {
+  for (const Case& c : kCases) {
+    ASSERT_TRUE(findReduceKernel(c.dtype, c.op).isValid()) << c.name;
+    for (size_t ninputs : {2, 3, 4}) {
+      for (size_t count : countsFor(c.elem_size)) {
+        for (size_t separate : {1, 3}) checkReduce(c, ninputs, count, separate, InPlace::kNo);
+      }
+    }
+  }
+}
+
+TEST(DirectKernelsTest, ReducesInPlace) {
+  for (const Case& c : kCases) {
+    for (size_t ninputs : {2, 3, 4}) {
+      for (size_t count : countsFor(c.elem_size)) {
+        checkReduce(c, ninputs, count, 0, InPlace::kFirstInput);
+        checkReduce(c, ninputs, count, 0, InPlace::kLastInput);
+        checkReduce(c, ninputs, count, 0, InPlace::kEveryInput);
+        checkReduce(c, ninputs, count, 2, InPlace::kFirstInput);
+      }
+    }
+  }
+}
+
+TEST(DirectKernelsTest, CopyOntoItselfIsANoOp) {
+  std::vector<std::byte> buffer(1000);
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<std::byte>(i * 13);
+  const std::vector<std::byte> before = buffer;
+  directCopy(buffer.data(), buffer.data(), buffer.size());
+  EXPECT_EQ(buffer, before);
+}
+
+TEST(DirectKernelsTest, CopiesOddSizesToMisalignedDestinations) {
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{4099}, size_t{100003}}) {
+    for (size_t misalign : {size_t{0}, size_t{3}, size_t{17}}) {
+      SCOPED_TRACE(::testing::Message() << bytes << " bytes at +" << misalign);
+      std::vector<std::byte> src(bytes + 1);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + 1);
+      std::vector<std::byte> dst(bytes + misalign + kGuard, kGuardByte);
+      directCopy(dst.data() + misalign, src.data() + 1, bytes);
+      EXPECT_TRUE(std::equal(src.begin() + 1, src.end(), dst.begin() + static_cast<ptrdiff_t>(misalign)));
+      EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(misalign),
+                              [](std::byte x) { return x == kGuardByte; }));
+      EXPECT_TRUE(std::all_of(dst.end() - kGuard, dst.end(), [](std::byte x) { return x == kGuardByte; }));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace psdp::coll
