@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The main job: builds psdp, then runs 2 local ranks over UCX shared memory and prints nccl-tests style
-# bandwidth tables for all-reduce, reduce-scatter and all-gather from 1 MiB to 256 MiB, verified exactly.
+# bandwidth tables for all-reduce, reduce-scatter and all-gather from 1 MiB to 256 MiB, verified exactly: first on
+# private buffers (the pipelined ring), then on psdp_mem_alloc buffers (-R 1: the direct algorithm).
 #   scripts/run.sh [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ranks=${1:-2}
 scripts/setup.sh build
-for coll in ar rs ag; do
-  build/bin/psdp-run -n "$ranks" --timeout 600 -- build/bin/psdp-perf "$coll" -b 1M -e 256M -f 2 -n 10 -w 3 -c 1
+for shared in 0 1; do
+  for coll in ar rs ag; do
+    build/bin/psdp-run -n "$ranks" --timeout 600 -- build/bin/psdp-perf "$coll" -b 1M -e 256M -f 2 -n 10 -w 3 -c 1 \
+      -R "$shared"
+  done
 done

@@ -310,8 +310,8 @@ PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t
  * first touch of its pages). Other ranks map it through /proc/<pid>/fd, which the kernel allows where it
  * allows process_vm_readv (the same user; no ptrace restriction): where it does not, a direct collective
  * fails with PSDP_ERR_SYSTEM naming the buffer and the rank, and PSDP_ALGORITHM=ring avoids it. A peer keeps
- * a buffer mapped after its owner frees it, until it has mapped 64 newer ones (or its communicator is
- * destroyed): memory returns to the system then.
+ * a buffer mapped after its owner frees it, until it has mapped 64 newer ones (4 per rank where that is
+ * more) or its communicator is destroyed: memory returns to the system then.
  * Thread-safe. Errors: invalid argument (ptr_p NULL, bytes 0; free: ptr not from psdp_mem_alloc or
  * already freed), system (out of memory or file descriptors). psdp_mem_free(NULL) does nothing. */
 PSDP_API psdp_status_t psdp_mem_alloc(void** ptr_p, size_t bytes);

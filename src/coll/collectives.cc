@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "coll/chain_broadcast.h"
+#include "coll/direct_kernels.h"
 #include "coll/direct_phase.h"
 #include "coll/op_context.h"
 #include "coll/op_header_check.h"
@@ -436,8 +437,13 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sen
   plan.broadcast = {
       root, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count, esize, fragElems(esize)};
   plan.stages[plan.nstages++] = Stage::kBroadcast;
-  DirectArgs direct{OpKind::kBroadcast, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count,
-                    esize, ReduceKernel{}, root};
+  DirectArgs direct{OpKind::kBroadcast,
+                    static_cast<const std::byte*>(sendbuf),
+                    static_cast<std::byte*>(recvbuf),
+                    count,
+                    esize,
+                    ReduceKernel{},
+                    root};
   return withDirect(op, plan, direct, count * esize);
 }
 
@@ -500,11 +506,12 @@ std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskP
                                                       size_t bytes) {
   const bool allowed = params_.algorithm == PSDP_ALGORITHM_DIRECT ||
                        (params_.algorithm == PSDP_ALGORITHM_AUTO && bytes > params_.rhd_max_bytes);
-  if (params_.single_host && !params_.deterministic && allowed && !args.kernel.scalesInput()) {
+  if (params_.single_host && !params_.deterministic && allowed && !args.kernel.scalesInput() &&
+      static_cast<size_t>(params_.nranks) <= kMaxDirectOutputs) {
     plan.direct = args;
+    plan.direct.streaming = bytes >= kDirectStreamingMinBytes;
     plan.tries_direct = true;
-    std::copy_backward(plan.stages.begin(), plan.stages.begin() + plan.nstages,
-                       plan.stages.begin() + plan.nstages + 1);
+    std::copy_backward(plan.stages.begin(), plan.stages.begin() + plan.nstages, plan.stages.begin() + plan.nstages + 1);
     plan.stages[0] = Stage::kDirect;
     ++plan.nstages;
   }
@@ -513,8 +520,9 @@ std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskP
 
 // A caller whose buffers are private pays one small-message round per operation for nothing; after each
 // operation that could not run direct the next 1, 2, 4, ... kMaxDirectBackoff ones skip the offers, and
-// one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Tasks start one at a time in posting order, and every rank sees the same
-// outcomes (the decision is a function of all offers), so every rank skips the same operations.
+// one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Tasks start one at a time in posting order,
+// and every rank sees the same outcomes (the decision is a function of all offers), so every rank skips the same
+// operations.
 bool RingCollectives::skipDirect() {
   if (params_.algorithm == PSDP_ALGORITHM_DIRECT || direct_skips_left_ == 0) return false;
   --direct_skips_left_;
@@ -527,9 +535,10 @@ void RingCollectives::directOutcome(const OpContext& op, bool ran) {
   if (ran) {
     log().debug("{}: ran direct", op.describe());
   } else {
-    log().debug("{}: some rank's buffers are out of direct reach (not psdp_mem_alloc memory of a process on "
-                "this host): falling back; the next {} operations will not try",
-                op.describe(), direct_backoff_);
+    log().debug(
+        "{}: some rank's buffers are out of direct reach (not psdp_mem_alloc memory of a process on "
+        "this host): falling back; the next {} operations will not try",
+        op.describe(), direct_backoff_);
   }
 }
 
@@ -552,9 +561,8 @@ void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool t
     const char* name = plan.stages[0] == Stage::kRecursiveReduceScatter ? "recursive halving" : "recursive doubling";
     std::string folded = group.extra > 0 ? fmt::format(" ({} folded into a partner)", group.extra) : std::string();
     log().debug("{}: {}{} over {} ranks{}, {} steps{}", op.describe(),
-                tries_direct ? "direct where every rank's buffers are reachable, else " : "", name,
-                params_.nranks, folded,
-                group.steps + (group.extra > 0 ? 2 : 0), why);
+                tries_direct ? "direct where every rank's buffers are reachable, else " : "", name, params_.nranks,
+                folded, group.steps + (group.extra > 0 ? 2 : 0), why);
     return;
   }
   log().debug("{}: {}ring over {} ranks, fragments of {} elements, {} in flight per direction{}", op.describe(),

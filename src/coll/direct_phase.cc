@@ -163,7 +163,7 @@ void DirectPhase::runShare() {
       for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = channel_.peer(r).send + offset;
       std::byte* output = me.recv;
       directReduce(args_.kernel, inputs, std::span<std::byte* const>(&output, 1), args_.count, esize, n,
-                   channel_.tile());
+                   channel_.tile(), args_.streaming);
       return;
     }
     case OpKind::kAllReduce: {
@@ -173,15 +173,18 @@ void DirectPhase::runShare() {
         inputs[static_cast<size_t>(r)] = channel_.peer(r).send + offset;
         outputs[static_cast<size_t>(r)] = channel_.peer(r).recv + offset;
       }
-      directReduce(args_.kernel, inputs, outputs, layout.size(op_.rank), esize, n, channel_.tile());
+      directReduce(args_.kernel, inputs, outputs, layout.size(op_.rank), esize, n, channel_.tile(), args_.streaming);
       return;
     }
     case OpKind::kAllGather: {
       const size_t bytes = args_.count * esize;
-      for (int r = 0; r < n; ++r) directCopy(me.recv + static_cast<size_t>(r) * bytes, channel_.peer(r).send, bytes);
+      for (int r = 0; r < n; ++r)
+        directCopy(me.recv + static_cast<size_t>(r) * bytes, channel_.peer(r).send, bytes, args_.streaming);
       return;
     }
-    case OpKind::kBroadcast: directCopy(me.recv, channel_.peer(args_.root).send, args_.count * esize); return;
+    case OpKind::kBroadcast:
+      directCopy(me.recv, channel_.peer(args_.root).send, args_.count * esize, args_.streaming);
+      return;
     case OpKind::kBarrier: return;
   }
 }

@@ -30,8 +30,9 @@ struct DirectArgs {
   std::byte* recv = nullptr;
   size_t count = 0;  // reduce-scatter: recvcount; all-gather: sendcount; all-reduce, broadcast: count
   size_t elem_size = 1;
-  ReduceKernel kernel;  // reductions; never premul-sum, whose scalars are each rank's own
-  int root = -1;        // broadcast
+  ReduceKernel kernel;    // reductions; never premul-sum, whose scalars are each rank's own
+  int root = -1;          // broadcast
+  bool streaming = true;  // results may be stored with non-temporal stores (coll/direct_kernels.h)
 };
 
 // What direct operations keep between calls, allocated once per communicator: the offer messages and their

@@ -6,6 +6,8 @@ namespace {
 // How long the progress thread waits on the transport in one round: bounded so that a destroy is noticed
 // promptly even while a task waits for a silent peer.
 constexpr double kThreadRoundSeconds = 0.05;
+// How long a waiter whose request the thread is driving sleeps before it checks whether it could drive.
+constexpr double kHandOverSeconds = 0.002;
 // How long test() lets the transport progress in caller mode: a few polls of the worker, not a wait.
 constexpr double kTestPollSeconds = 20e-6;
 
@@ -31,7 +33,7 @@ CollEngine::~CollEngine() {
   failAll(Status::invalidUsage("the communicator was destroyed before the operation completed"));
 }
 
-Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask> task) {
+Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask> task, bool wake_thread) {
   std::shared_ptr<Request> request(new Request(std::move(task)));
   Status lost = transport_.failure();
   {
@@ -40,7 +42,7 @@ Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask
     if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
     queue_.push_back(request);
   }
-  work_cv_.notify_one();
+  if (wake_thread) work_cv_.notify_one();
   return request;
 }
 
@@ -55,15 +57,18 @@ bool CollEngine::test(Request& request) {
 }
 
 WaitResult CollEngine::wait(Request& request, const Deadline& until) {
-  if (background_) {
-    std::unique_lock lock(mutex_);
-    auto done = [&] { return request.isDone(); };
-    if (until.isNever()) {
-      done_cv_.wait(lock, done);
-    } else if (!done_cv_.wait_until(lock, until.timePoint(), done)) {
-      return WaitResult::kTimedOut;
+  while (background_ && !request.isDone()) {
+    if (until.expired()) return WaitResult::kTimedOut;
+    std::unique_lock drive(drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) {
+      if (!request.isDone()) driveOnce(&until);
+      continue;
     }
-    return WaitResult::kDone;
+    // The thread is driving (requests posted earlier): wait for it, and look again now and then, since it
+    // may go idle before this request is done.
+    std::unique_lock lock(mutex_);
+    Deadline slice = Deadline::after(kHandOverSeconds);
+    done_cv_.wait_until(lock, earlier(until, slice).timePoint(), [&] { return request.isDone(); });
   }
   while (!request.isDone()) {
     if (until.expired()) return WaitResult::kTimedOut;

@@ -61,15 +61,18 @@ class CollEngine {
   CollEngine(const CollEngine&) = delete;
   CollEngine& operator=(const CollEngine&) = delete;
 
-  // Queues `task` behind the ones posted before. Errors: the engine's failure, or the transport's (a peer
-  // lost while nothing was running).
-  Result<std::shared_ptr<Request>> post(std::unique_ptr<coll::CollTask> task);
+  // Queues `task` behind the ones posted before. `wake_thread` false: the caller is about to wait() for it
+  // and will drive it itself if the thread is idle, so the thread is not woken for it. Errors: the engine's
+  // failure, or the transport's (a peer lost while nothing was running).
+  Result<std::shared_ptr<Request>> post(std::unique_ptr<coll::CollTask> task, bool wake_thread = true);
 
   // Never blocks (in caller mode it drives progress for a few microseconds at most). True once done.
   bool test(Request& request);
 
   // Returns once `request` is done (kDone) or `until` has passed (kTimedOut). The tasks' own deadlines fail
-  // the engine independently of `until`.
+  // the engine independently of `until`. With the thread too, the caller drives the queue itself whenever
+  // the thread is not driving it: a blocking collective then runs in the caller's thread from post to
+  // completion, with no hand-over to the thread and back (tens of microseconds each on a busy host).
   WaitResult wait(Request& request, const Deadline& until);
 
   // OK, or the error that failed the engine (or its transport).

@@ -124,7 +124,8 @@ Status Communicator::fail(Status status) {
 
 Status Communicator::submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p) {
   if (!task.isOk()) return fail(task.status());
-  PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Request> request, engine_->post(std::move(task).value()));
+  PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Request> request,
+                        engine_->post(std::move(task).value(), /*wake_thread=*/request_p != nullptr));
   if (request_p != nullptr) {
     *request_p = std::move(request);
     return Status::ok();

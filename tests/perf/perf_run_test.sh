@@ -43,6 +43,7 @@ case $mode in
     expect_usage_error "-f: the factor must be an integer >= 2" ar -f 1
     expect_usage_error "-n: iterations must be" ar -n 0
     expect_usage_error "-c: expected 0 or 1" ar -c 2
+    expect_usage_error "-R: expected 0 or 1" ar -R 2
     expect_usage_error "-d: unknown datatype" ar -d float8
     expect_usage_error "-o: unknown op" ar -o xor
     expect_usage_error "option -J needs a value" ar -J
@@ -53,12 +54,15 @@ case $mode in
     grep -q 'usage: psdp-perf' "$tmp/out" || fail "--help prints no usage"
     ;;
   ar | rs | ag)
-    "$run" -n 2 --timeout 150 -- "$perf" "$mode" -b 4K -e 1M -f 4 -w 1 -n 2 -c 1 -J "$tmp/r.json" >"$tmp/out" 2>&1
-    rc=$?
-    cat "$tmp/out"
-    [[ $rc -eq 0 ]] || fail "psdp-perf $mode exited $rc"
-    check_table "$tmp/out"
-    python3 - "$tmp/r.json" "$mode" <<'PY' || fail "JSON check"
+    # Private buffers, then psdp_mem_alloc ones (-R 1: the 1M rows run the direct algorithm).
+    for shared in 0 1; do
+      "$run" -n 2 --timeout 150 -- "$perf" "$mode" -b 4K -e 1M -f 4 -w 1 -n 2 -c 1 -R $shared -J "$tmp/r.json" \
+        >"$tmp/out" 2>&1
+      rc=$?
+      cat "$tmp/out"
+      [[ $rc -eq 0 ]] || fail "psdp-perf $mode -R $shared exited $rc"
+      check_table "$tmp/out"
+      python3 - "$tmp/r.json" "$mode" <<'PY' || fail "JSON check (-R $shared)"
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = {"ar": "all_reduce", "rs": "reduce_scatter", "ag": "all_gather"}
@@ -68,6 +72,7 @@ for r in d["results"]:
     for k in ("out_of_place", "in_place"):
         assert r[k]["wrong"] == 0 and r[k]["time_us"] > 0 and r[k]["busbw"] > 0, r
 PY
+    done
     ;;
   all)
     # Exit 0: everything ran and verified. Exit 3: some combination is unsupported by this build, and each such

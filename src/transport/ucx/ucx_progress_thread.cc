@@ -7,12 +7,17 @@ ProgressThread::ProgressThread(WorkerLoop& loop) : loop_(loop), thread_([this] {
 ProgressThread::~ProgressThread() {
   stop_.store(true, std::memory_order_seq_cst);
   loop_.signal();
+  loop_.wakeStandingDown();
   thread_.join();
 }
 
 void ProgressThread::run() {
   int idle_polls = 0;
   while (!stop_.load(std::memory_order_acquire)) {
+    if (loop_.driven()) {
+      loop_.standDown(stop_);
+      continue;
+    }
     unsigned events = loop_.progress();
     // Let a poster that queued behind the lock go first; otherwise this loop can re-take the lock for many
     // rounds while the poster spins.

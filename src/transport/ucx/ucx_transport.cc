@@ -7,6 +7,7 @@
 #include <atomic>
 #include <charconv>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -719,7 +720,11 @@ void UcxTransport::cancelRecvs(Peer& peer) {
 
 Status UcxTransport::waitEvents(uint32_t seen, const Deadline& deadline) {
   if (state_ == State::kClosed) return Status::invalidUsage("ucx transport is closed");
-  if (progress_thread_) return events_.wait(seen, deadline);
+  // With a progress thread too, the waiter drives the worker itself (the thread stands down meanwhile):
+  // each completion is then seen by the thread that waits for it, without a wake-up in between, which on
+  // a busy host costs tens of microseconds per message.
+  std::optional<WorkerLoop::DriverScope> driver;
+  if (progress_thread_) driver.emplace(*loop_);
   if (!loop_->driveUntil([&] { return events_.value() != seen; }, deadline)) {
     return Status::timeout("no transport event before the deadline");
   }

@@ -1,6 +1,11 @@
 #include "transport/ucx/ucx_worker_loop.h"
 
+#include <linux/futex.h>
 #include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include <utility>
 
@@ -72,6 +77,27 @@ void WorkerLoop::sleep(int timeout_ms) {
     }
   }
   sleeping_.store(false, std::memory_order_relaxed);
+}
+
+WorkerLoop::DriverScope::DriverScope(WorkerLoop& loop) : loop_(loop) {
+  loop_.drivers_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+WorkerLoop::DriverScope::~DriverScope() {
+  if (loop_.drivers_.fetch_sub(1, std::memory_order_seq_cst) == 1) loop_.wakeStandingDown();
+}
+
+void WorkerLoop::standDown(const std::atomic<bool>& stop) {
+  while (!stop.load(std::memory_order_acquire)) {
+    uint32_t drivers = drivers_.load(std::memory_order_seq_cst);
+    if (drivers == 0) return;
+    // Returns at once if the count changed since the load: no wake-up is lost.
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&drivers_), FUTEX_WAIT_PRIVATE, drivers, nullptr, nullptr, 0);
+  }
+}
+
+void WorkerLoop::wakeStandingDown() {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&drivers_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
 bool WorkerLoop::driveUntil(const std::function<bool()>& done, const Deadline& deadline) {

@@ -88,6 +88,24 @@ class WorkerLoop {
 
   bool postersWaiting() const { return posters_waiting_.load(std::memory_order_relaxed) != 0; }
 
+  // A thread that waits for events by driving the worker itself (UcxTransport::waitEvents with a progress
+  // thread) holds one of these meanwhile; the progress thread stands down while any is held, so that the
+  // two neither take turns on the lock nor hand each completion over through a futex wake.
+  class DriverScope {
+   public:
+    explicit DriverScope(WorkerLoop& loop);
+    ~DriverScope();
+    DriverScope(const DriverScope&) = delete;
+    DriverScope& operator=(const DriverScope&) = delete;
+
+   private:
+    WorkerLoop& loop_;
+  };
+  bool driven() const { return drivers_.load(std::memory_order_seq_cst) != 0; }
+  // For the progress thread: returns once no DriverScope is held or `stop` is set (wakeStandingDown).
+  void standDown(const std::atomic<bool>& stop);
+  void wakeStandingDown();
+
  private:
   WorkerLoop(ucp_worker_h worker, int event_fd, std::function<void()> after_progress);
 
@@ -100,6 +118,7 @@ class WorkerLoop {
   std::atomic<bool> watched_ready_{false};
   std::atomic<uint32_t> posters_waiting_{0};
   std::atomic<uint64_t> outstanding_{0};
+  std::atomic<uint32_t> drivers_{0};  // futex word of standDown
 };
 
 }  // namespace psdp::transport::ucx

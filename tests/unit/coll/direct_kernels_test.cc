@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "coll/half.h"
@@ -70,7 +71,7 @@ int valueOf(size_t rank, size_t i) {
 // all-reduce in place) when in place.
 enum class InPlace { kNo, kFirstInput, kLastInput, kEveryInput };
 
-void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, InPlace in_place) {
+void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, InPlace in_place, bool streaming) {
   SCOPED_TRACE(::testing::Message() << c.name << ", " << ninputs << " inputs, count " << count << ", " << separate
                                     << " separate outputs, in place " << static_cast<int>(in_place));
   const size_t bytes = count * c.elem_size;
@@ -100,7 +101,7 @@ void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, I
 
   auto tile = std::make_unique<Tile>();
   directReduce(findReduceKernel(c.dtype, c.op), inputs, outputs, count, c.elem_size, static_cast<int>(ninputs),
-               tile->bytes);
+               tile->bytes, streaming);
 
   for (size_t b : output_buffers) {
     const std::byte* got = data(b);
@@ -125,7 +126,10 @@ TEST(DirectKernelsTest, ReducesTwoToFourInputsIntoSeparateOutputs) {
     ASSERT_TRUE(findReduceKernel(c.dtype, c.op).isValid()) << c.name;
     for (size_t ninputs : {2, 3, 4}) {
       for (size_t count : countsFor(c.elem_size)) {
-        for (size_t separate : {1, 3}) checkReduce(c, ninputs, count, separate, InPlace::kNo);
+        for (size_t separate : {1, 3}) {
+          checkReduce(c, ninputs, count, separate, InPlace::kNo, /*streaming=*/false);
+          checkReduce(c, ninputs, count, separate, InPlace::kNo, /*streaming=*/true);
+        }
       }
     }
   }
@@ -135,10 +139,12 @@ TEST(DirectKernelsTest, ReducesInPlace) {
   for (const Case& c : kCases) {
     for (size_t ninputs : {2, 3, 4}) {
       for (size_t count : countsFor(c.elem_size)) {
-        checkReduce(c, ninputs, count, 0, InPlace::kFirstInput);
-        checkReduce(c, ninputs, count, 0, InPlace::kLastInput);
-        checkReduce(c, ninputs, count, 0, InPlace::kEveryInput);
-        checkReduce(c, ninputs, count, 2, InPlace::kFirstInput);
+        for (bool streaming : {false, true}) {
+          checkReduce(c, ninputs, count, 0, InPlace::kFirstInput, streaming);
+          checkReduce(c, ninputs, count, 0, InPlace::kLastInput, streaming);
+          checkReduce(c, ninputs, count, 0, InPlace::kEveryInput, streaming);
+          checkReduce(c, ninputs, count, 2, InPlace::kFirstInput, streaming);
+        }
       }
     }
   }
@@ -148,18 +154,21 @@ TEST(DirectKernelsTest, CopyOntoItselfIsANoOp) {
   std::vector<std::byte> buffer(1000);
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<std::byte>(i * 13);
   const std::vector<std::byte> before = buffer;
-  directCopy(buffer.data(), buffer.data(), buffer.size());
+  directCopy(buffer.data(), buffer.data(), buffer.size(), /*streaming=*/false);
+  directCopy(buffer.data(), buffer.data(), buffer.size(), /*streaming=*/true);
   EXPECT_EQ(buffer, before);
 }
 
 TEST(DirectKernelsTest, CopiesOddSizesToMisalignedDestinations) {
   for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{4099}, size_t{100003}}) {
-    for (size_t misalign : {size_t{0}, size_t{3}, size_t{17}}) {
-      SCOPED_TRACE(::testing::Message() << bytes << " bytes at +" << misalign);
+    for (auto [misalign, streaming] :
+         {std::pair{size_t{0}, false}, std::pair{size_t{0}, true}, std::pair{size_t{3}, true},
+          std::pair{size_t{17}, true}, std::pair{size_t{17}, false}}) {
+      SCOPED_TRACE(::testing::Message() << bytes << " bytes at +" << misalign << (streaming ? " streaming" : ""));
       std::vector<std::byte> src(bytes + 1);
       for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + 1);
       std::vector<std::byte> dst(bytes + misalign + kGuard, kGuardByte);
-      directCopy(dst.data() + misalign, src.data() + 1, bytes);
+      directCopy(dst.data() + misalign, src.data() + 1, bytes, streaming);
       EXPECT_TRUE(std::equal(src.begin() + 1, src.end(), dst.begin() + static_cast<ptrdiff_t>(misalign)));
       EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(misalign),
                               [](std::byte x) { return x == kGuardByte; }));
