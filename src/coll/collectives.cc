@@ -143,7 +143,8 @@ class RingCollectives final : public Collectives {
   void logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const;
   // Whether a task that tries direct should skip it this time, and the outcome of one that tried.
   bool skipDirect();
-  void directOutcome(const OpContext& op, bool ran);
+  // `retry_soon`: a fallback only because some rank has not yet tried CMA (no backoff then).
+  void directOutcome(const OpContext& op, bool ran, bool retry_soon);
   DirectChannel& directChannel() { return direct_; }
 
  private:
@@ -164,6 +165,7 @@ class RingCollectives final : public Collectives {
   DirectChannel direct_;
   int direct_backoff_ = 0;     // length of the last run of skips; doubles with every fallback
   int direct_skips_left_ = 0;  // operations still to skip them
+  bool cma_failure_logged_ = false;
   uint32_t seq_ = 0;
   // Posts (the user's thread) read it while the thread driving tasks (core's engine) may record a failure.
   mutable std::mutex failed_mutex_;
@@ -245,7 +247,7 @@ Result<Progress> RingTask::advanceStages() {
       bool ran_direct = false;
       if (direct_phase_ != nullptr) {
         ran_direct = direct_phase_->ran();
-        owner_.directOutcome(op_, ran_direct);
+        owner_.directOutcome(op_, ran_direct, direct_phase_->retrySoon());
         direct_phase_ = nullptr;
       }
       phase_.reset();
@@ -529,17 +531,29 @@ bool RingCollectives::skipDirect() {
   return true;
 }
 
-void RingCollectives::directOutcome(const OpContext& op, bool ran) {
-  direct_backoff_ = ran ? 0 : std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));
-  direct_skips_left_ = direct_backoff_;
-  if (ran) {
-    log().debug("{}: ran direct", op.describe());
-  } else {
-    log().debug(
-        "{}: some rank's buffers are out of direct reach (not psdp_mem_alloc memory of a process on "
-        "this host): falling back; the next {} operations will not try",
-        op.describe(), direct_backoff_);
+void RingCollectives::directOutcome(const OpContext& op, bool ran, bool retry_soon) {
+  if (!direct_.cmaFailure().isOk() && !cma_failure_logged_) {
+    cma_failure_logged_ = true;
+    log().info(
+        "direct collectives cannot read other processes with CMA ({}); they run direct only on "
+        "psdp_mem_alloc buffers",
+        direct_.cmaFailure().message());
   }
+  if (ran) {
+    direct_backoff_ = direct_skips_left_ = 0;
+    log().debug("{}: ran direct", op.describe());
+    return;
+  }
+  if (retry_soon) {
+    log().debug("{}: falling back while ranks find out whether they can read each other with CMA", op.describe());
+    return;
+  }
+  direct_backoff_ = std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));
+  direct_skips_left_ = direct_backoff_;
+  log().debug(
+      "{}: some rank's buffers are out of direct reach (another host, or no CMA and no "
+      "psdp_mem_alloc buffers): falling back; the next {} operations will not try",
+      op.describe(), direct_backoff_);
 }
 
 void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {

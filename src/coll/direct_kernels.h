@@ -1,21 +1,28 @@
-// The local work of a direct operation (coll/direct_phase.h), once the other ranks' buffers are addressable
-// from this process: each rank reduces or copies its share straight out of their buffers and into them,
-// with no copy through staging. Reductions go a tile at a time: the tile (4 KiB, in this core's cache)
-// takes the combined inputs, then is stored to every destination. When the operation's data exceeds the
-// last-level cache, stores to destinations that were not just read are non-temporal (`streaming`), so
-// that memory sees each input read once and each output written once, with no read-for-ownership. The
-// tile size was measured (psdp-perf -R 1, 2 ranks): 2-4 KiB beat 8 and 32 KiB by up to 40% for
-// reduce-scatter, where reading a whole large tile and then storing it leaves memory idle in turns.
+// The local work of a direct operation (coll/direct_phase.h): each rank reduces or copies its share
+// straight out of the other ranks' buffers, with no copy through staging. A buffer of another rank is
+// either addressable here (a rank of this process, or a psdp_mem_alloc segment mapped here) or read out of
+// its process with CMA (transport/cross_memory.h), one tile at a time into this core's cache.
+//
+// Reductions go a tile at a time: the tile takes the combined inputs, then is stored to every
+// destination. When the operation's data exceeds the last-level cache, stores to destinations that were
+// not just read are non-temporal (`streaming`), so that memory sees each input read once and each output
+// written once, with no read-for-ownership. Tile sizes were measured (psdp-perf, 2 ranks): with every input
+// addressable, 2-4 KiB beat 8 and 32 KiB by up to 40% for reduce-scatter (reading a whole large tile and
+// then storing it leaves memory idle in turns); with CMA, 256 KiB beat 64 KiB by 15-35% (one system call
+// per tile and peer).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
+#include "base/status.h"
 #include "coll/reduce_kernels.h"
 
 namespace psdp::coll {
 
 inline constexpr size_t kDirectTileBytes = size_t{4} << 10;
+inline constexpr size_t kDirectCmaTileBytes = size_t{256} << 10;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;
 // Operations whose buffer (per rank) is at least this large stream their results. Measured with psdp-perf
@@ -23,16 +30,34 @@ inline constexpr size_t kMaxDirectOutputs = 4096;
 // the cache; at 16 MiB streaming stores are 40-60% faster out of place.
 inline constexpr size_t kDirectStreamingMinBytes = size_t{8} << 20;
 
-// outputs[k][0, count) = inputs[0] op inputs[1] op ... (in rank order), finalized for `nranks`, for every
-// output k. Inputs and outputs are `count` elements of `elem_size` bytes; an output may be exactly an
-// input (in place), no other overlap. `tile` holds kDirectTileBytes, 64-byte aligned. Streaming stores
-// are fenced before it returns. REQUIRES: inputs.size() >= 2; outputs.size() <= kMaxDirectOutputs;
-// !kernel.scalesInput().
-void directReduce(const ReduceKernel& kernel, std::span<const std::byte* const> inputs,
-                  std::span<std::byte* const> outputs, size_t count, size_t elem_size, int nranks, std::byte* tile,
-                  bool streaming);
+// One rank's buffer as this process reads it: in place at `local`, or at `remote` in process `pid` (CMA).
+struct DirectSource {
+  const std::byte* local = nullptr;
+  uint32_t pid = 0;
+  uint64_t remote = 0;
 
-// memcpy, with non-temporal stores (fenced) if `streaming`; nothing when dst == src.
-void directCopy(std::byte* dst, const std::byte* src, size_t bytes, bool streaming);
+  bool isLocal() const { return local != nullptr; }
+  DirectSource at(size_t offset) const {
+    return isLocal() ? DirectSource{local + offset, 0, 0} : DirectSource{nullptr, pid, remote + offset};
+  }
+};
+
+// Two tiles of kDirectCmaTileBytes each, 64-byte aligned: the running result and a CMA read.
+struct DirectTiles {
+  std::byte* result = nullptr;
+  std::byte* read = nullptr;
+};
+
+// outputs[k][0, count) = inputs[0] op inputs[1] op ... (in rank order), finalized for `nranks`, for every
+// output k. Inputs and outputs are `count` elements of `elem_size` bytes; an output may be exactly a local
+// input (in place), no other overlap. Streaming stores are fenced before it returns. Errors: system (a CMA
+// read failed). REQUIRES: inputs.size() >= 2; outputs.size() <= kMaxDirectOutputs; !kernel.scalesInput().
+Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> inputs,
+                    std::span<std::byte* const> outputs, size_t count, size_t elem_size, int nranks,
+                    const DirectTiles& tiles, bool streaming);
+
+// Copies `bytes` of `source` to dst: memcpy (non-temporal and fenced if `streaming`), or a CMA read;
+// nothing when dst is the source itself. Errors: system (a CMA read failed).
+Status directCopy(std::byte* dst, const DirectSource& source, size_t bytes, bool streaming);
 
 }  // namespace psdp::coll

@@ -1,5 +1,6 @@
 #include "coll/direct_offer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -12,7 +13,7 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kBufferBytes = 48;
 constexpr size_t kHeaderBytes = 8;
 
-static_assert(kHeaderBytes + transport::ProcessIdentity::kEncodedBytes + 2 * kBufferBytes <= kDirectOfferBytes);
+static_assert(kHeaderBytes + transport::ProcessIdentity::kEncodedBytes + 2 * kBufferBytes + 4 <= kDirectOfferBytes);
 
 class Writer {
  public:
@@ -108,6 +109,7 @@ DirectOfferBytes encodeDirectOffer(const DirectOffer& offer) {
   w.put(std::span<const std::byte>(encoded));
   putBuffer(w, offer.send);
   putBuffer(w, offer.recv);
+  w.put(static_cast<uint32_t>(offer.cma));
   return out;
 }
 
@@ -127,12 +129,34 @@ Result<DirectOffer> decodeDirectOffer(std::span<const std::byte> bytes) {
   r.skip(transport::ProcessIdentity::kEncodedBytes);
   offer.send = getBuffer(r);
   offer.recv = getBuffer(r);
+  uint32_t cma = r.get<uint32_t>();
+  if (cma > static_cast<uint32_t>(CmaReach::kYes)) return Status::mismatch("direct offer: CMA reach {}", cma);
+  offer.cma = static_cast<CmaReach>(cma);
   return offer;
 }
 
-bool canReach(const DirectOffer& from, const DirectOffer& to) {
-  if (sameProcess(from.process, to.process)) return true;
+bool mapsSegments(const DirectOffer& from, const DirectOffer& to) {
   return from.process.isOtherLocalProcess(to.process) && to.send.in_segment && to.recv.in_segment;
+}
+
+bool canReach(const DirectOffer& from, const DirectOffer& to) {
+  if (sameProcess(from.process, to.process) || mapsSegments(from, to)) return true;
+  return from.process.isOtherLocalProcess(to.process) && from.cma == CmaReach::kYes;
+}
+
+bool needsCma(std::span<const DirectOffer> offers) {
+  for (size_t i = 0; i < offers.size(); ++i) {
+    for (size_t j = 0; j < offers.size(); ++j) {
+      if (i != j && !sameProcess(offers[i].process, offers[j].process) && !mapsSegments(offers[i], offers[j])) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool cmaUndecided(std::span<const DirectOffer> offers) {
+  return std::any_of(offers.begin(), offers.end(), [](const DirectOffer& o) { return o.cma == CmaReach::kUnknown; });
 }
 
 bool directReachable(std::span<const DirectOffer> offers) {

@@ -1,7 +1,8 @@
 // What a rank tells every peer when an operation may run direct (coll/direct_phase.h): which process it
-// is, and where its two buffers lie: their addresses, for a peer in the same process, and their shared
-// segments, for a peer in another process of the host. Every rank receives every offer, so each decides
-// from the same facts whether all ranks can reach all buffers (directReachable).
+// is, where its two buffers lie (their addresses, for a peer in the same process or one reading them with
+// CMA, and their shared segments, for a peer that maps them) and whether it can read the other processes
+// of the host with CMA. Every rank receives every offer, so each decides from the same facts whether all
+// ranks can reach all buffers (directReachable) and how (needsCma).
 #pragma once
 
 #include <array>
@@ -27,10 +28,15 @@ struct BufferOffer {
   static BufferOffer of(const void* ptr, size_t bytes);
 };
 
+// Whether a rank can read the memory of the other processes of its communicator with CMA: it finds out by
+// trying (DirectPhase), so the first operations say kUnknown.
+enum class CmaReach : uint32_t { kNo = 0, kUnknown = 1, kYes = 2 };
+
 struct DirectOffer {
   transport::ProcessIdentity process;
   BufferOffer send;
   BufferOffer recv;
+  CmaReach cma = CmaReach::kUnknown;
 };
 
 inline constexpr size_t kDirectOfferBytes = 160;
@@ -44,11 +50,19 @@ Result<DirectOffer> decodeDirectOffer(std::span<const std::byte> bytes);
 // or boot id is unknown.
 bool sameProcess(const transport::ProcessIdentity& a, const transport::ProcessIdentity& b);
 
+// Whether `to`'s buffers are mapped (both in shared segments) by `from`, another process of the host.
+bool mapsSegments(const DirectOffer& from, const DirectOffer& to);
+
 // Whether rank `from` can use rank `to`'s buffers: they are in one process, or in two processes of the
-// same host and both of `to`'s buffers lie in shared segments.
+// same host and either both of `to`'s buffers lie in shared segments or `from` reads with CMA.
 bool canReach(const DirectOffer& from, const DirectOffer& to);
 
 // canReach for every ordered pair of ranks. A pure function of all offers: every rank gets the same answer.
 bool directReachable(std::span<const DirectOffer> offers);
+// Whether some rank reaches another's buffers only with CMA. Pure, like directReachable.
+bool needsCma(std::span<const DirectOffer> offers);
+// Whether some rank does not know yet whether it can use CMA: a fallback then says nothing about the next
+// operation.
+bool cmaUndecided(std::span<const DirectOffer> offers);
 
 }  // namespace psdp::coll

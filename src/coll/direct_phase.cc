@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 
-#include "coll/direct_kernels.h"
 #include "coll/ring_schedule.h"
+#include "transport/cross_memory.h"
 
 namespace psdp::coll {
 namespace {
@@ -15,21 +17,38 @@ namespace {
 // few enough that segments their owners have freed do not pin much memory here for long.
 constexpr size_t kMinCachedSegments = 64;
 
+// Allocated and touched once, like all staging memory.
 std::byte* allocateTile() {
-  void* tile = std::aligned_alloc(64, kDirectTileBytes);
+  void* tile = std::aligned_alloc(64, kDirectCmaTileBytes);
   if (tile == nullptr) throw std::bad_alloc();
+  std::memset(tile, 0, kDirectCmaTileBytes);
   return static_cast<std::byte*>(tile);
 }
+
+using PeerCompletion = transport::Completion DirectChannel::Peer::*;
 
 }  // namespace
 
 DirectChannel::DirectChannel(int nranks)
     : peers_(new Peer[static_cast<size_t>(nranks)]),
+      nranks_(nranks),
       segments_(std::max(kMinCachedSegments, 4 * static_cast<size_t>(nranks))),
       offers_(static_cast<size_t>(nranks)),
       inputs_(static_cast<size_t>(nranks)),
       outputs_(static_cast<size_t>(nranks)),
-      tile_(allocateTile()) {}
+      result_tile_(allocateTile()),
+      read_tile_(allocateTile()) {}
+
+// Yes once every other process of the communicator has been read; peers in this process need no CMA.
+CmaReach DirectChannel::cmaReach(int self_rank) const {
+  if (!cma_failure_.isOk()) return CmaReach::kNo;
+  const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == self_rank || peer(r).cma_verified) continue;
+    if (!sameProcess(self, offers_[static_cast<size_t>(r)].process)) return CmaReach::kUnknown;
+  }
+  return CmaReach::kYes;
+}
 
 Result<Progress> DirectPhase::advance() {
   switch (state_) {
@@ -41,18 +60,42 @@ Result<Progress> DirectPhase::advance() {
       PSDP_ASSIGN_OR_RETURN(bool arrived, offersArrived());
       if (!arrived) return Progress::kBlocked;
       ran_ = directReachable(channel_.offers());
-      if (ran_) {
-        PSDP_RETURN_IF_ERROR(resolveBuffers());
-        runShare();
-        PSDP_RETURN_IF_ERROR(postDone());
+      if (!ran_) {
+        retry_soon_ = cmaUndecided(channel_.offers());
+        probeCma();
+        state_ = State::kDone;
+        return Progress::kAdvanced;
       }
+      uses_cma_ = needsCma(channel_.offers());
+      PSDP_RETURN_IF_ERROR(resolveBuffers());
+      PSDP_RETURN_IF_ERROR(runShare());
+      if (twoRounds()) {
+        PSDP_RETURN_IF_ERROR(postRound(&DirectChannel::Peer::mid_sent, &DirectChannel::Peer::mid_received));
+        state_ = State::kMid;
+        return Progress::kAdvanced;
+      }
+      PSDP_RETURN_IF_ERROR(postRound(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
+      state_ = State::kDone;
+      return Progress::kAdvanced;
+    }
+    case State::kMid: {
+      PSDP_ASSIGN_OR_RETURN(bool reduced,
+                            roundDone(&DirectChannel::Peer::mid_sent, &DirectChannel::Peer::mid_received));
+      if (!reduced) return Progress::kBlocked;
+      PSDP_RETURN_IF_ERROR(gatherBlocks());
+      PSDP_RETURN_IF_ERROR(postRound(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
       state_ = State::kDone;
       return Progress::kAdvanced;
     }
     case State::kDone: {
-      // The offer completions are reused by the next operation: even when the ring takes over, they settle first.
-      PSDP_ASSIGN_OR_RETURN(bool settled_now, settled(/*offers_only=*/!ran_));
-      if (!settled_now) return Progress::kBlocked;
+      // Every completion is reused by the next operation: even when the ring takes over, they settle first.
+      PSDP_ASSIGN_OR_RETURN(bool offers,
+                            roundDone(&DirectChannel::Peer::offer_sent, &DirectChannel::Peer::offer_received));
+      bool settled = offers;
+      if (settled && ran_) {
+        PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
+      }
+      if (!settled) return Progress::kBlocked;
       state_ = State::kFinished;
       return Progress::kDone;
     }
@@ -70,7 +113,7 @@ size_t DirectPhase::offeredSendBytes(int rank) const {
   }
 }
 
-// Only all-reduce writes into other ranks' buffers.
+// Only all-reduce touches other ranks' outputs.
 size_t DirectPhase::offeredRecvBytes() const {
   return args_.kind == OpKind::kAllReduce ? args_.count * args_.elem_size : 0;
 }
@@ -80,14 +123,15 @@ Status DirectPhase::postOffers() {
   mine.process = transport::ProcessIdentity::self();
   mine.send = BufferOffer::of(args_.send, offeredSendBytes(op_.rank));
   mine.recv = BufferOffer::of(args_.recv, offeredRecvBytes());
+  mine.cma = channel_.cmaReach(op_.rank);
   channel_.outgoing() = encodeDirectOffer(mine);
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
     DirectChannel::Peer& peer = channel_.peer(r);
-    peer.offer_received.reset();
-    peer.offer_sent.reset();
-    peer.done_received.reset();
-    peer.done_sent.reset();
+    for (transport::Completion* c : {&peer.offer_received, &peer.offer_sent, &peer.mid_received, &peer.mid_sent,
+                                     &peer.done_received, &peer.done_sent}) {
+      c->reset();
+    }
     PSDP_RETURN_IF_ERROR(
         op_.transport->recv(r, op_.tag, peer.incoming.data(), peer.incoming.size(), &peer.offer_received));
     PSDP_RETURN_IF_ERROR(
@@ -112,13 +156,34 @@ Result<bool> DirectPhase::offersArrived() {
   return true;
 }
 
+// One byte of every other process not yet read, while the ring runs this operation: its buffers stay valid
+// until this rank has taken part. What is learnt goes into the next offers.
+void DirectPhase::probeCma() {
+  if (!channel_.cmaFailure().isOk()) return;
+  const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
+  for (int r = 0; r < op_.nranks; ++r) {
+    DirectChannel::Peer& peer = channel_.peer(r);
+    const DirectOffer& offer = channel_.offers()[static_cast<size_t>(r)];
+    if (r == op_.rank || peer.cma_verified || offer.send.bytes == 0) continue;
+    if (!self.isOtherLocalProcess(offer.process)) continue;
+    std::byte probe{};
+    Status read = transport::readProcessMemory(offer.process.pid, offer.send.address, &probe, 1);
+    if (!read.isOk()) {
+      channel_.cmaFailed(read.withContext(fmt::format("rank {}", r)));
+      return;
+    }
+    peer.cma_verified = true;
+  }
+}
+
 Status DirectPhase::resolveBuffers() {
   const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
   for (int r = 0; r < op_.nranks; ++r) {
     DirectChannel::Peer& peer = channel_.peer(r);
     if (r == op_.rank) {
-      peer.send = args_.send;
-      peer.recv = args_.recv;
+      peer.send = DirectSource{args_.send};
+      peer.recv = DirectSource{args_.recv};
+      peer.recv_here = args_.recv;
       continue;
     }
     const DirectOffer& offer = channel_.offers()[static_cast<size_t>(r)];
@@ -128,84 +193,109 @@ Status DirectPhase::resolveBuffers() {
                               offeredRecvBytes());
     }
     if (sameProcess(self, offer.process)) {
-      peer.send = reinterpret_cast<const std::byte*>(offer.send.address);
-      peer.recv = reinterpret_cast<std::byte*>(offer.recv.address);
+      peer.send = DirectSource{reinterpret_cast<const std::byte*>(offer.send.address)};
+      peer.recv_here = reinterpret_cast<std::byte*>(offer.recv.address);
+      peer.recv = DirectSource{peer.recv_here};
       continue;
     }
-    peer.send = nullptr;
-    peer.recv = nullptr;
+    if (!mapsSegments(channel_.offers()[static_cast<size_t>(op_.rank)], offer)) {
+      peer.send = DirectSource{nullptr, offer.process.pid, offer.send.address};
+      peer.recv = DirectSource{nullptr, offer.process.pid, offer.recv.address};
+      peer.recv_here = nullptr;
+      continue;
+    }
+    peer.send = DirectSource{};
+    peer.recv_here = nullptr;
     if (offer.send.bytes > 0) {
       Result<std::byte*> send = channel_.segments().map(offer.process, offer.send.segment, offer.send.bytes);
       if (!send.isOk()) return send.status().withContext(fmt::format("{}: rank {}'s send buffer", op_.describe(), r));
-      peer.send = send.value();
+      peer.send = DirectSource{send.value()};
     }
     if (offer.recv.bytes > 0) {
       Result<std::byte*> recv = channel_.segments().map(offer.process, offer.recv.segment, offer.recv.bytes);
       if (!recv.isOk()) return recv.status().withContext(fmt::format("{}: rank {}'s recv buffer", op_.describe(), r));
-      peer.recv = recv.value();
+      peer.recv_here = recv.value();
     }
+    peer.recv = DirectSource{peer.recv_here};
   }
   return Status::ok();
 }
 
 // Each rank's share never overlaps another's: reduce-scatter and all-reduce rank r reduce block r only (of
-// every rank's input, into every output for all-reduce); all-gather and broadcast rank r writes only its own
-// output. In place, block r of an input is read, a tile at a time, before the same tile is written.
-void DirectPhase::runShare() {
+// every rank's input; into every output for an all-reduce over addressable buffers); all-gather and
+// broadcast rank r writes only its own output. In place, block r of an input is read, a tile at a time,
+// before the same tile is written.
+Status DirectPhase::runShare() {
   const int n = op_.nranks;
   const size_t esize = args_.elem_size;
-  std::vector<const std::byte*>& inputs = channel_.inputs();
+  std::vector<DirectSource>& inputs = channel_.inputs();
   std::vector<std::byte*>& outputs = channel_.outputs();
-  const DirectChannel::Peer& me = channel_.peer(op_.rank);
+  std::byte* const mine = args_.recv;
   switch (args_.kind) {
     case OpKind::kReduceScatter: {
       const size_t offset = static_cast<size_t>(op_.rank) * args_.count * esize;
-      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = channel_.peer(r).send + offset;
-      std::byte* output = me.recv;
-      directReduce(args_.kernel, inputs, std::span<std::byte* const>(&output, 1), args_.count, esize, n,
-                   channel_.tile(), args_.streaming);
-      return;
+      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = channel_.peer(r).send.at(offset);
+      return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&mine, 1), args_.count, esize, n,
+                          channel_.tiles(), args_.streaming);
     }
     case OpKind::kAllReduce: {
       BlockLayout layout(args_.count, n);
       const size_t offset = layout.offset(op_.rank) * esize;
-      for (int r = 0; r < n; ++r) {
-        inputs[static_cast<size_t>(r)] = channel_.peer(r).send + offset;
-        outputs[static_cast<size_t>(r)] = channel_.peer(r).recv + offset;
+      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = channel_.peer(r).send.at(offset);
+      if (uses_cma_) {
+        std::byte* own_block = mine + offset;
+        return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&own_block, 1), layout.size(op_.rank),
+                            esize, n, channel_.tiles(), args_.streaming);
       }
-      directReduce(args_.kernel, inputs, outputs, layout.size(op_.rank), esize, n, channel_.tile(), args_.streaming);
-      return;
+      for (int r = 0; r < n; ++r) outputs[static_cast<size_t>(r)] = channel_.peer(r).recv_here + offset;
+      return directReduce(args_.kernel, inputs, outputs, layout.size(op_.rank), esize, n, channel_.tiles(),
+                          args_.streaming);
     }
     case OpKind::kAllGather: {
       const size_t bytes = args_.count * esize;
-      for (int r = 0; r < n; ++r)
-        directCopy(me.recv + static_cast<size_t>(r) * bytes, channel_.peer(r).send, bytes, args_.streaming);
-      return;
+      for (int r = 0; r < n; ++r) {
+        PSDP_RETURN_IF_ERROR(
+            directCopy(mine + static_cast<size_t>(r) * bytes, channel_.peer(r).send, bytes, args_.streaming));
+      }
+      return Status::ok();
     }
     case OpKind::kBroadcast:
-      directCopy(me.recv, channel_.peer(args_.root).send, args_.count * esize, args_.streaming);
-      return;
-    case OpKind::kBarrier: return;
-  }
-}
-
-Status DirectPhase::postDone() {
-  for (int r = 0; r < op_.nranks; ++r) {
-    if (r == op_.rank) continue;
-    DirectChannel::Peer& peer = channel_.peer(r);
-    PSDP_RETURN_IF_ERROR(op_.transport->recv(r, op_.tag, nullptr, 0, &peer.done_received));
-    PSDP_RETURN_IF_ERROR(op_.transport->send(r, op_.tag, nullptr, 0, &peer.done_sent));
+      return directCopy(mine, channel_.peer(args_.root).send, args_.count * esize, args_.streaming);
+    case OpKind::kBarrier: return Status::ok();
   }
   return Status::ok();
 }
 
-Result<bool> DirectPhase::settled(bool offers_only) const {
+// The second half of an all-reduce over CMA: every block but this rank's, from the output of its owner,
+// who has reduced it there (the middle round says so).
+Status DirectPhase::gatherBlocks() {
+  BlockLayout layout(args_.count, op_.nranks);
+  const size_t esize = args_.elem_size;
+  for (int r = 0; r < op_.nranks; ++r) {
+    if (r == op_.rank) continue;
+    const size_t offset = layout.offset(r) * esize;
+    PSDP_RETURN_IF_ERROR(
+        directCopy(args_.recv + offset, channel_.peer(r).recv.at(offset), layout.size(r) * esize, args_.streaming));
+  }
+  return Status::ok();
+}
+
+Status DirectPhase::postRound(PeerCompletion sent, PeerCompletion received) {
+  for (int r = 0; r < op_.nranks; ++r) {
+    if (r == op_.rank) continue;
+    DirectChannel::Peer& peer = channel_.peer(r);
+    PSDP_RETURN_IF_ERROR(op_.transport->recv(r, op_.tag, nullptr, 0, &(peer.*received)));
+    PSDP_RETURN_IF_ERROR(op_.transport->send(r, op_.tag, nullptr, 0, &(peer.*sent)));
+  }
+  return Status::ok();
+}
+
+Result<bool> DirectPhase::roundDone(PeerCompletion sent, PeerCompletion received) const {
   bool all = true;
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
     const DirectChannel::Peer& peer = channel_.peer(r);
-    for (const transport::Completion* c : {&peer.offer_sent, &peer.done_sent, &peer.done_received}) {
-      if (offers_only && c != &peer.offer_sent) continue;
+    for (const transport::Completion* c : {&(peer.*sent), &(peer.*received)}) {
       if (!c->isDone()) {
         all = false;
       } else if (!c->status.isOk()) {
@@ -217,19 +307,27 @@ Result<bool> DirectPhase::settled(bool offers_only) const {
 }
 
 std::string DirectPhase::waitingFor() const {
-  std::string offers, dones;
+  PeerCompletion sent = &DirectChannel::Peer::offer_sent;
+  PeerCompletion received = &DirectChannel::Peer::offer_received;
+  const char* what = "direct offers";
+  if (state_ == State::kMid) {
+    sent = &DirectChannel::Peer::mid_sent;
+    received = &DirectChannel::Peer::mid_received;
+    what = "reduced blocks";
+  } else if (state_ == State::kDone && ran_) {
+    sent = &DirectChannel::Peer::done_sent;
+    received = &DirectChannel::Peer::done_received;
+    what = "direct completion";
+  }
+  std::string peers;
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
     const DirectChannel::Peer& peer = channel_.peer(r);
-    bool offer_missing = !peer.offer_received.isDone() || !peer.offer_sent.isDone();
-    bool done_missing = state_ == State::kDone && ran_ && (!peer.done_received.isDone() || !peer.done_sent.isDone());
-    std::string& list = offer_missing ? offers : dones;
-    if (offer_missing || done_missing) list += fmt::format("{}{}", list.empty() ? "" : ", ", r);
+    if ((peer.*sent).isDone() && (peer.*received).isDone()) continue;
+    peers += fmt::format("{}{}", peers.empty() ? "" : ", ", r);
   }
-  std::string text;
-  if (!offers.empty()) text = fmt::format("the direct offers of peers {}", offers);
-  if (!dones.empty()) text += fmt::format("{}the direct completion of peers {}", text.empty() ? "" : " and ", dones);
-  return text.empty() ? "nothing in the direct phase" : text;
+  if (peers.empty()) return fmt::format("nothing in the direct phase");
+  return fmt::format("the {} of peers {}", what, peers);
 }
 
 }  // namespace psdp::coll

@@ -1,14 +1,19 @@
-// Direct collectives: on one host, when every rank can address every other rank's buffers (ranks of one
-// process, or buffers from psdp_mem_alloc: coll/direct_offer.h), each rank reduces or copies its share
-// straight between the ranks' buffers (coll/direct_kernels.h), instead of passing fragments around a ring
-// through staging. Memory then sees each input read once and each output written once. The phase:
+// Direct collectives: on one host, when every rank can reach every other rank's buffers, each rank reduces
+// or copies its share straight between the ranks' buffers (coll/direct_kernels.h), instead of passing
+// fragments around a ring through staging. A rank reaches another's buffers in place when both are
+// threads of one process or the buffers come from psdp_mem_alloc (mapped here), and otherwise reads them
+// with CMA once it has found that it may (coll/direct_offer.h). The phase:
 //   1. sends its offer to every peer and receives theirs: one small message each way per pair;
 //   2. if not every rank can reach every buffer it needs (directReachable: the same answer on every rank),
 //      it ends with ran() false and the task runs the ring instead, whose messages follow the offers;
-//   3. otherwise it maps the peers' segments (cached per communicator) and does this rank's share;
+//   3. otherwise it maps the peers' segments (cached per communicator) and does this rank's share. An
+//      all-reduce whose buffers are all addressable writes its block of the result into every rank's
+//      output; one that needs CMA, which only reads, reduces its block into its own output, tells every
+//      peer (a second small message each way), then reads the other blocks from the peers' outputs;
 //   4. then tells every peer it is done and waits for every peer's word: no rank returns, and so hands its
 //      buffers back to the caller, while another rank may still read or write them.
-// A peer that dies after step 1 leaves its mapped pages valid here; step 4 reports it.
+// A peer that dies after step 1 leaves its mapped pages valid here, and a CMA read of it fails; either way
+// step 4 or that read reports it.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +21,7 @@
 #include <memory>
 #include <vector>
 
+#include "coll/direct_kernels.h"
 #include "coll/direct_offer.h"
 #include "coll/op_header.h"
 #include "coll/progress_loop.h"
@@ -36,17 +42,18 @@ struct DirectArgs {
 };
 
 // What direct operations keep between calls, allocated once per communicator: the offer messages and their
-// completions, the peers' mapped segments, the resolved buffer addresses and the reduction tile.
+// completions, the peers' mapped segments, what is known of CMA, the resolved buffers and the tiles.
 class DirectChannel {
  public:
   explicit DirectChannel(int nranks);
 
   struct Peer {
     DirectOfferBytes incoming{};
-    transport::Completion offer_sent, offer_received, done_sent, done_received;
-    DirectOffer offer;
-    const std::byte* send = nullptr;  // its buffers, as addressed from this process
-    std::byte* recv = nullptr;
+    transport::Completion offer_sent, offer_received, mid_sent, mid_received, done_sent, done_received;
+    DirectSource send;               // its buffers, as this process reads them
+    DirectSource recv;               // (all-reduce only)
+    std::byte* recv_here = nullptr;  // its output, where addressable here (all-reduce only)
+    bool cma_verified = false;       // a CMA read of its process has succeeded
   };
 
   Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
@@ -54,9 +61,14 @@ class DirectChannel {
   DirectOfferBytes& outgoing() { return outgoing_; }
   transport::PeerSegmentMap& segments() { return segments_; }
   std::vector<DirectOffer>& offers() { return offers_; }
-  std::vector<const std::byte*>& inputs() { return inputs_; }
+  std::vector<DirectSource>& inputs() { return inputs_; }
   std::vector<std::byte*>& outputs() { return outputs_; }
-  std::byte* tile() const { return tile_.get(); }
+  DirectTiles tiles() const { return {result_tile_.get(), read_tile_.get()}; }
+
+  // What this rank knows of its CMA reads of the other processes. The first failure stops all trying.
+  CmaReach cmaReach(int self_rank) const;
+  void cmaFailed(const Status& why) { cma_failure_ = why; }
+  const Status& cmaFailure() const { return cma_failure_; }
 
  private:
   struct Free {
@@ -64,12 +76,15 @@ class DirectChannel {
   };
 
   std::unique_ptr<Peer[]> peers_;
+  int nranks_;
   DirectOfferBytes outgoing_{};
   transport::PeerSegmentMap segments_;
   std::vector<DirectOffer> offers_;
-  std::vector<const std::byte*> inputs_;
+  std::vector<DirectSource> inputs_;
   std::vector<std::byte*> outputs_;
-  std::unique_ptr<std::byte, Free> tile_;
+  std::unique_ptr<std::byte, Free> result_tile_;
+  std::unique_ptr<std::byte, Free> read_tile_;
+  Status cma_failure_;
 };
 
 class DirectPhase final : public Phase {
@@ -81,16 +96,25 @@ class DirectPhase final : public Phase {
   std::string waitingFor() const override;
   // Whether the operation ran direct; meaningful once advance() has returned kDone. False: run the ring.
   bool ran() const { return ran_; }
+  // After a fallback: whether it happened only because some rank had not yet tried CMA, so that the next
+  // operation may well run direct.
+  bool retrySoon() const { return retry_soon_; }
 
  private:
-  enum class State { kPost, kOffers, kDone, kFinished };
+  enum class State { kPost, kOffers, kMid, kDone, kFinished };
 
   Status postOffers();
   Result<bool> offersArrived();
   Status resolveBuffers();
-  void runShare();
-  Status postDone();
-  Result<bool> settled(bool offers_only) const;
+  void probeCma();
+  // This rank's share; an all-reduce over CMA does its reduction here and its gather in gatherBlocks().
+  Status runShare();
+  Status gatherBlocks();
+  Status postRound(transport::Completion DirectChannel::Peer::*sent,
+                   transport::Completion DirectChannel::Peer::*received);
+  Result<bool> roundDone(transport::Completion DirectChannel::Peer::*sent,
+                         transport::Completion DirectChannel::Peer::*received) const;
+  bool twoRounds() const { return args_.kind == OpKind::kAllReduce && uses_cma_; }
   // The bytes of `rank`'s send and recv buffers that peers touch, as every rank offers them.
   size_t offeredSendBytes(int rank) const;
   size_t offeredRecvBytes() const;
@@ -100,6 +124,8 @@ class DirectPhase final : public Phase {
   DirectChannel& channel_;
   State state_ = State::kPost;
   bool ran_ = false;
+  bool uses_cma_ = false;
+  bool retry_soon_ = false;
 };
 
 }  // namespace psdp::coll

@@ -7,9 +7,10 @@ import re
 import sys
 from pathlib import Path
 
-# Host memory that processes of one host share (psdp_mem_alloc) and map from each other: no backend involved,
-# so the collectives may address peers' buffers with it directly.
-SHARED_MEMORY = ["transport/process_identity.h", "transport/shared_segment.h", "transport/peer_segment_map.h"]
+# Host memory that processes of one host share (psdp_mem_alloc) and map from each other, or read from each
+# other (CMA): no backend involved, so the collectives may address peers' buffers with it directly.
+SHARED_MEMORY = ["transport/process_identity.h", "transport/shared_segment.h", "transport/peer_segment_map.h",
+                 "transport/cross_memory.h"]
 # What every backend may share besides the interface: helpers that know no backend.
 TRANSPORT_SHARED = ["transport/transport.h", "transport/peer_liveness.h"] + SHARED_MEMORY
 

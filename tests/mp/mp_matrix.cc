@@ -4,9 +4,9 @@
 // and broadcast (roots 0 and nranks-1) for every dtype x in-place/out-of-place. Counts 0, 1, 7 and 1000, or
 // with --long 1M+3 (the long tier). Every element of every result is checked exactly against
 // mp_matrix_model.h; outputs start as sentinels, so an element nobody wrote shows, and the element just past
-// recvbuf must keep its value. With --shared the buffers come from psdp_mem_alloc, on every rank (all: with
-// PSDP_ALGORITHM=direct every case runs the direct algorithm) or on even ranks only (even: the direct phase
-// must find the odd ranks' buffers out of reach and fall back on every rank alike).
+// recvbuf must keep its value. With --shared the buffers come from psdp_mem_alloc, on every rank (all) or on
+// even ranks only (even: under PSDP_ALGORITHM=direct some ranks' buffers are then mapped, the others read
+// with CMA, within one operation).
 #include <psdp/psdp.h>
 
 #include <algorithm>

@@ -4,12 +4,14 @@
 #include "coll/direct_kernels.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,9 +23,20 @@ namespace {
 constexpr size_t kGuard = 64;
 constexpr std::byte kGuardByte{0x5a};
 
-struct alignas(64) Tile {
-  std::byte bytes[kDirectTileBytes];
+struct alignas(64) Tiles {
+  std::byte result[kDirectCmaTileBytes];
+  std::byte read[kDirectCmaTileBytes];
+  DirectTiles get() { return {result, read}; }
 };
+
+// Odd-numbered inputs as a peer process would see them: read with CMA (from this very process, which the
+// kernel allows), so that both ways of reading are checked against the same expectations.
+enum class Reach { kLocal, kCma };
+
+DirectSource sourceOf(const std::byte* data, size_t index, Reach reach) {
+  if (reach == Reach::kLocal || index % 2 == 0) return DirectSource{data};
+  return DirectSource{nullptr, static_cast<uint32_t>(getpid()), reinterpret_cast<uintptr_t>(data)};
+}
 
 // One (dtype, op): how to store an exact value, and the exact result of reducing rank values.
 struct Case {
@@ -71,7 +84,8 @@ int valueOf(size_t rank, size_t i) {
 // all-reduce in place) when in place.
 enum class InPlace { kNo, kFirstInput, kLastInput, kEveryInput };
 
-void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, InPlace in_place, bool streaming) {
+void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, InPlace in_place, bool streaming,
+                 Reach reach = Reach::kLocal) {
   SCOPED_TRACE(::testing::Message() << c.name << ", " << ninputs << " inputs, count " << count << ", " << separate
                                     << " separate outputs, in place " << static_cast<int>(in_place));
   const size_t bytes = count * c.elem_size;
@@ -79,10 +93,10 @@ void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, I
   std::vector<std::vector<std::byte>> buffers(ninputs + separate,
                                               std::vector<std::byte>(bytes + 2 * kGuard, kGuardByte));
   auto data = [&](size_t b) { return buffers[b].data() + kGuard; };
-  std::vector<const std::byte*> inputs;
+  std::vector<DirectSource> inputs;
   for (size_t r = 0; r < ninputs; ++r) {
     for (size_t i = 0; i < count; ++i) c.store(data(r) + i * c.elem_size, valueOf(r, i));
-    inputs.push_back(data(r));
+    inputs.push_back(sourceOf(data(r), r, reach));
   }
   std::vector<std::byte*> outputs;
   std::vector<size_t> output_buffers;
@@ -99,9 +113,10 @@ void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, I
     c.store(want.data() + i * c.elem_size, c.expected(values));
   }
 
-  auto tile = std::make_unique<Tile>();
-  directReduce(findReduceKernel(c.dtype, c.op), inputs, outputs, count, c.elem_size, static_cast<int>(ninputs),
-               tile->bytes, streaming);
+  auto tiles = std::make_unique<Tiles>();
+  Status reduced = directReduce(findReduceKernel(c.dtype, c.op), inputs, outputs, count, c.elem_size,
+                                static_cast<int>(ninputs), tiles->get(), streaming);
+  ASSERT_TRUE(reduced.isOk()) << reduced.toString();
 
   for (size_t b : output_buffers) {
     const std::byte* got = data(b);
@@ -118,7 +133,8 @@ void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, I
 
 std::vector<size_t> countsFor(size_t elem_size) {
   const size_t tile_elems = kDirectTileBytes / elem_size;
-  return {0, 1, 7, tile_elems, 3 * tile_elems + 5};
+  const size_t cma_tile_elems = kDirectCmaTileBytes / elem_size;
+  return {0, 1, 7, tile_elems, 3 * tile_elems + 5, cma_tile_elems + 3};
 }
 
 TEST(DirectKernelsTest, ReducesTwoToFourInputsIntoSeparateOutputs) {
@@ -129,6 +145,7 @@ TEST(DirectKernelsTest, ReducesTwoToFourInputsIntoSeparateOutputs) {
         for (size_t separate : {1, 3}) {
           checkReduce(c, ninputs, count, separate, InPlace::kNo, /*streaming=*/false);
           checkReduce(c, ninputs, count, separate, InPlace::kNo, /*streaming=*/true);
+          checkReduce(c, ninputs, count, separate, InPlace::kNo, /*streaming=*/true, Reach::kCma);
         }
       }
     }
@@ -144,6 +161,7 @@ TEST(DirectKernelsTest, ReducesInPlace) {
           checkReduce(c, ninputs, count, 0, InPlace::kLastInput, streaming);
           checkReduce(c, ninputs, count, 0, InPlace::kEveryInput, streaming);
           checkReduce(c, ninputs, count, 2, InPlace::kFirstInput, streaming);
+          checkReduce(c, ninputs, count, 0, InPlace::kFirstInput, streaming, Reach::kCma);
         }
       }
     }
@@ -154,8 +172,8 @@ TEST(DirectKernelsTest, CopyOntoItselfIsANoOp) {
   std::vector<std::byte> buffer(1000);
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<std::byte>(i * 13);
   const std::vector<std::byte> before = buffer;
-  directCopy(buffer.data(), buffer.data(), buffer.size(), /*streaming=*/false);
-  directCopy(buffer.data(), buffer.data(), buffer.size(), /*streaming=*/true);
+  EXPECT_TRUE(directCopy(buffer.data(), DirectSource{buffer.data()}, buffer.size(), /*streaming=*/false).isOk());
+  EXPECT_TRUE(directCopy(buffer.data(), DirectSource{buffer.data()}, buffer.size(), /*streaming=*/true).isOk());
   EXPECT_EQ(buffer, before);
 }
 
@@ -168,13 +186,31 @@ TEST(DirectKernelsTest, CopiesOddSizesToMisalignedDestinations) {
       std::vector<std::byte> src(bytes + 1);
       for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + 1);
       std::vector<std::byte> dst(bytes + misalign + kGuard, kGuardByte);
-      directCopy(dst.data() + misalign, src.data() + 1, bytes, streaming);
+      Reach reach = misalign == 3 ? Reach::kCma : Reach::kLocal;
+      ASSERT_TRUE(directCopy(dst.data() + misalign, sourceOf(src.data() + 1, 1, reach), bytes, streaming).isOk());
       EXPECT_TRUE(std::equal(src.begin() + 1, src.end(), dst.begin() + static_cast<ptrdiff_t>(misalign)));
       EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + static_cast<ptrdiff_t>(misalign),
                               [](std::byte x) { return x == kGuardByte; }));
       EXPECT_TRUE(std::all_of(dst.end() - kGuard, dst.end(), [](std::byte x) { return x == kGuardByte; }));
     }
   }
+}
+
+// A CMA read of memory the other process does not have fails with a system error naming the address and
+// the pid.
+TEST(DirectKernelsTest, AnUnreadableSourceIsASystemError) {
+  std::vector<std::byte> dst(64, kGuardByte);
+  DirectSource nowhere{nullptr, static_cast<uint32_t>(getpid()), 0x10};
+  Status copied = directCopy(dst.data(), nowhere, dst.size(), /*streaming=*/false);
+  EXPECT_EQ(copied.code(), PSDP_ERR_SYSTEM);
+  EXPECT_NE(copied.message().find("pid " + std::to_string(getpid())), std::string::npos) << copied.message();
+  EXPECT_NE(copied.message().find("0x10"), std::string::npos) << copied.message();
+  auto tiles = std::make_unique<Tiles>();
+  std::vector<DirectSource> inputs{DirectSource{dst.data()}, nowhere};
+  std::byte* out = dst.data();
+  Status reduced = directReduce(findReduceKernel(PSDP_INT8, PSDP_SUM), inputs, std::span<std::byte* const>(&out, 1),
+                                dst.size(), 1, 2, tiles->get(), false);
+  EXPECT_EQ(reduced.code(), PSDP_ERR_SYSTEM);
 }
 
 }  // namespace
