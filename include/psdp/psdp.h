@@ -136,8 +136,9 @@ typedef enum psdp_algorithm {
                                 for large ones */
   PSDP_ALGORITHM_RING = 1,   /* ring (pipelined) for every collective */
   PSDP_ALGORITHM_RHD = 2,    /* recursive halving/doubling wherever it applies, ring elsewhere */
-  PSDP_ALGORITHM_DIRECT = 3, /* direct reads and writes of every rank's buffers wherever all ranks can address
-                                them (one host; one process, or psdp_mem_alloc buffers), else as auto */
+  PSDP_ALGORITHM_DIRECT = 3, /* direct reads (and writes) of the other ranks' buffers wherever all ranks can
+                                reach them (one host: one process, psdp_mem_alloc buffers or CMA), at every
+                                size; else as auto */
   PSDP_ALGORITHM_MAX_ENUM = 0x7fffffff
 } psdp_algorithm_t;
 
@@ -298,12 +299,12 @@ PSDP_API psdp_status_t psdp_all_reduce(const void* sendbuf, void* recvbuf, size_
 PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
                                       psdp_comm_h comm, void* stream, psdp_request_h* request_p);
 
-/* Host memory that the ranks of one host can reach directly: psdp_mem_alloc, as ncclMemAlloc. When every
- * rank's buffers of a collective are such memory (or the ranks share one process, where any memory will do)
- * and all ranks run on one host, collectives above the small-message size run the direct algorithm: each
- * rank reduces or copies its share straight out of the other ranks' buffers and into them, with no copy
- * through staging and no per-fragment messages (PSDP_ALGORITHM, README "Direct collectives"). Any other
- * buffer works as before, through the ring. Buffers of psdp_mem_alloc are ordinary host memory for the
+/* Host memory that the other ranks of the host can map: psdp_mem_alloc, as ncclMemAlloc. On one host,
+ * collectives above the small-message size run the direct algorithm (README "Direct collectives"): each rank
+ * reduces or copies its share straight out of the other ranks' buffers. It reads other processes' private
+ * buffers with CMA where the kernel allows it; buffers from psdp_mem_alloc it maps and reads in place, which
+ * is faster for reductions and needs no CMA permission, and an all-reduce on them also writes its share of
+ * the result straight into every rank's output. Buffers of psdp_mem_alloc are ordinary host memory for the
  * caller: readable and writable by any code, usable with any communicator or none.
  * Each buffer is a separate shared-memory file mapped into this process (memfd), at least `bytes` long,
  * page aligned, with every page allocated and zeroed before the call returns (so no operation pays the

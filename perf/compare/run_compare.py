@@ -7,8 +7,9 @@ Every repetition runs each peer once, in turn, so that noise from other work on 
 of them alike; the median of the repetitions is reported. Open MPI is run under several documented
 shared-memory tunings and the best median per size is kept, so that psdp is compared with a tuned MPI.
 
-psdp-perf runs twice per collective: on private buffers (-R 0), where psdp runs its ring through staging, and
-on buffers from psdp_mem_alloc (-R 1), where it runs the direct algorithm; each gets its own table.
+psdp-perf runs up to three times per collective, each with its own table: on private buffers (-R 0), which
+psdp's direct algorithm reads with CMA; on buffers from psdp_mem_alloc (-R 1), which it maps and reads in
+place; and on private buffers with PSDP_ALGORITHM=ring, the pipelined ring through staging.
 psdp-perf's private buffers ask for transparent huge pages (its default, -H 1). So that no peer is measured on worse
 memory, ucx_perftest and Open MPI also run with glibc's malloc asking for them (GLIBC_TUNABLES below), and
 the best of the variants is what psdp is compared with.
@@ -75,13 +76,22 @@ def run(cmd, timeout, env=None, quiet=False):
     return p.stdout
 
 
-def psdp_once(args, coll, tmp, buffers):
-    """(out-of-place, in-place) busbw (GB/s) per size of one psdp-perf run on `buffers` (private or shared)."""
+PSDP_MODES = {
+    "private": ("private buffers (-R 0), direct over CMA", "0", None),
+    "shared": ("psdp_mem_alloc buffers (-R 1), direct in place", "1", None),
+    "ring": ("private buffers (-R 0), PSDP_ALGORITHM=ring", "0", "ring"),
+}
+
+
+def psdp_once(args, coll, tmp, mode):
+    """(out-of-place, in-place) busbw (GB/s) per size of one psdp-perf run in `mode` (PSDP_MODES)."""
+    _, shared, algorithm = PSDP_MODES[mode]
     out = os.path.join(tmp, f"psdp_{coll}.json")
     cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.psdp_perf, coll, "-b",
            str(args.min), "-e", str(args.max), "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "0",
-           "-R", "1" if buffers == "shared" else "0", "-J", out]
-    if run(cmd, args.timeout + 30) is None:
+           "-R", shared, "-J", out]
+    env = dict(os.environ, PSDP_ALGORITHM=algorithm) if algorithm else None
+    if run(cmd, args.timeout + 30, env=env) is None:
         return {}
     with open(out) as f:
         return {r["size"]: (r["out_of_place"]["busbw"], r["in_place"]["busbw"]) for r in json.load(f)["results"]}
@@ -166,8 +176,9 @@ def main():
     p.add_argument("--iters", type=int, default=10, help="timed iterations per size (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations per size (default 3)")
     p.add_argument("--mpi-configs", default=",".join(MPI_CONFIGS), help="Open MPI variants to try")
-    p.add_argument("--psdp-buffers", default="private,shared",
-                   help="psdp-perf buffers: private (-R 0), shared (-R 1, psdp_mem_alloc), or both (default)")
+    p.add_argument("--psdp-buffers", default="private,shared,ring",
+                   help="psdp-perf runs: private (-R 0), shared (-R 1, psdp_mem_alloc), ring (-R 0 with "
+                        "PSDP_ALGORITHM=ring); default all three")
     p.add_argument("--no-ucx", action="store_true", help="skip ucx_perftest")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
@@ -186,8 +197,8 @@ def main():
         sys.exit("run_compare: mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev), "
                  "or pass --no-mpi")
     modes = [m for m in args.psdp_buffers.split(",") if m]
-    if not modes or any(m not in ("private", "shared") for m in modes):
-        sys.exit(f"run_compare: --psdp-buffers {args.psdp_buffers!r}: expected private, shared or both")
+    if not modes or any(m not in PSDP_MODES for m in modes):
+        sys.exit(f"run_compare: --psdp-buffers {args.psdp_buffers!r}: expected a list of {', '.join(PSDP_MODES)}")
     configs = [c for c in args.mpi_configs.split(",") if c]
     for c in configs:
         if c not in MPI_CONFIGS:
@@ -252,7 +263,7 @@ def main():
              "and without huge pages; ompi: the best Open MPI variant per size."]
     big, mid = 256 << 20, 16 << 20
     for m in modes:
-        title = "private buffers (-R 0)" if m == "private" else "psdp_mem_alloc buffers (-R 1)"
+        title = PSDP_MODES[m][0]
         rows = [header, "|" + "---|" * (header.count("|") - 1)]
         for s in sizes:
             best_ompi, best_put = best_ompi_at[s], best_put_at[s]

@@ -189,9 +189,9 @@ const ParamSpec kParamTable[] = {
     {"algorithm", "PSDP_ALGORITHM", "auto|ring|rhd|direct", "auto",
      "Collective algorithm: 'auto' picks recursive halving/doubling for small messages (all-reduce that fits "
      "one staging fragment; reduce-scatter and all-gather on power-of-two rank counts), and for large ones "
-     "the direct algorithm where every rank can address every other rank's buffers (one host, and ranks of "
-     "one process or buffers from psdp_mem_alloc), else the pipelined ring; 'ring' and 'rhd' force one where "
-     "it applies, 'direct' tries it at every size. Ignored when PSDP_DETERMINISTIC=1.",
+     "the direct algorithm where every rank can reach every other rank's buffers (one host: ranks of one "
+     "process, buffers from psdp_mem_alloc, or CMA reads), else the pipelined ring; 'ring' and 'rhd' force "
+     "one where it applies, 'direct' tries it at every size. Ignored when PSDP_DETERMINISTIC=1.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, algorithm) || u.algorithm == PSDP_ALGORITHM_UNSET) return std::nullopt;
        const char* name = algorithmName(static_cast<psdp_algorithm_t>(u.algorithm));

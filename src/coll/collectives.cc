@@ -143,8 +143,8 @@ class RingCollectives final : public Collectives {
   void logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const;
   // Whether a task that tries direct should skip it this time, and the outcome of one that tried.
   bool skipDirect();
-  // `retry_soon`: a fallback only because some rank has not yet tried CMA (no backoff then).
-  void directOutcome(const OpContext& op, bool ran, bool retry_soon);
+  // `transient`: a fallback that says nothing of the next operations (DirectPhase::transient): no backoff.
+  void directOutcome(const OpContext& op, bool ran, bool transient);
   DirectChannel& directChannel() { return direct_; }
 
  private:
@@ -247,7 +247,7 @@ Result<Progress> RingTask::advanceStages() {
       bool ran_direct = false;
       if (direct_phase_ != nullptr) {
         ran_direct = direct_phase_->ran();
-        owner_.directOutcome(op_, ran_direct, direct_phase_->retrySoon());
+        owner_.directOutcome(op_, ran_direct, direct_phase_->transient());
         direct_phase_ = nullptr;
       }
       phase_.reset();
@@ -512,6 +512,8 @@ std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskP
       static_cast<size_t>(params_.nranks) <= kMaxDirectOutputs) {
     plan.direct = args;
     plan.direct.streaming = bytes >= kDirectStreamingMinBytes;
+    plan.direct.cma = params_.algorithm == PSDP_ALGORITHM_DIRECT || !plan.direct.kernel.isValid() ||
+                      bytes >= kDirectCmaReduceMinBytes;
     plan.tries_direct = true;
     std::copy_backward(plan.stages.begin(), plan.stages.begin() + plan.nstages, plan.stages.begin() + plan.nstages + 1);
     plan.stages[0] = Stage::kDirect;
@@ -531,7 +533,7 @@ bool RingCollectives::skipDirect() {
   return true;
 }
 
-void RingCollectives::directOutcome(const OpContext& op, bool ran, bool retry_soon) {
+void RingCollectives::directOutcome(const OpContext& op, bool ran, bool transient) {
   if (!direct_.cmaFailure().isOk() && !cma_failure_logged_) {
     cma_failure_logged_ = true;
     log().info(
@@ -544,8 +546,9 @@ void RingCollectives::directOutcome(const OpContext& op, bool ran, bool retry_so
     log().debug("{}: ran direct", op.describe());
     return;
   }
-  if (retry_soon) {
-    log().debug("{}: falling back while ranks find out whether they can read each other with CMA", op.describe());
+  if (transient) {
+    log().debug("{}: falling back: some rank reads another with CMA, which is not (or not yet known to be) worth it",
+                op.describe());
     return;
   }
   direct_backoff_ = std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));

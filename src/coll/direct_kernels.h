@@ -25,6 +25,11 @@ inline constexpr size_t kDirectTileBytes = size_t{4} << 10;
 inline constexpr size_t kDirectCmaTileBytes = size_t{256} << 10;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;
+// Reductions smaller than this (the buffer per rank) do not run direct over CMA: with one system call per
+// tile and peer, and an all-reduce's second round, the ring is as fast or faster below it (psdp-perf, 2
+// ranks, private buffers: all-reduce 4.5 against 7.6 GB/s at 4 MiB; even at 8 MiB; 10-30% ahead from 16
+// MiB). Copies (all-gather, broadcast) gain from 1 MiB on.
+inline constexpr size_t kDirectCmaReduceMinBytes = size_t{8} << 20;
 // Operations whose buffer (per rank) is at least this large stream their results. Measured with psdp-perf
 // -R 1 on 2 ranks (32 MiB of L3): at 4 MiB plain stores are up to 30% faster, since everything still fits
 // the cache; at 16 MiB streaming stores are 40-60% faster out of place.

@@ -39,13 +39,16 @@ DirectChannel::DirectChannel(int nranks)
       result_tile_(allocateTile()),
       read_tile_(allocateTile()) {}
 
-// Yes once every other process of the communicator has been read; peers in this process need no CMA.
+// Yes once every other process of the host in the communicator has been read. Peers in this process need
+// no CMA, and peers CMA cannot reach (another pid namespace) leave nothing to find out; a peer whose offer
+// has not been seen yet (pid 0) might be either.
 CmaReach DirectChannel::cmaReach(int self_rank) const {
   if (!cma_failure_.isOk()) return CmaReach::kNo;
   const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
   for (int r = 0; r < nranks_; ++r) {
     if (r == self_rank || peer(r).cma_verified) continue;
-    if (!sameProcess(self, offers_[static_cast<size_t>(r)].process)) return CmaReach::kUnknown;
+    const transport::ProcessIdentity& process = offers_[static_cast<size_t>(r)].process;
+    if (process.pid == 0 || self.isOtherLocalProcess(process)) return CmaReach::kUnknown;
   }
   return CmaReach::kYes;
 }
@@ -59,14 +62,15 @@ Result<Progress> DirectPhase::advance() {
     case State::kOffers: {
       PSDP_ASSIGN_OR_RETURN(bool arrived, offersArrived());
       if (!arrived) return Progress::kBlocked;
-      ran_ = directReachable(channel_.offers());
+      const bool reachable = directReachable(channel_.offers());
+      uses_cma_ = needsCma(channel_.offers());
+      ran_ = reachable && (args_.cma || !uses_cma_);
       if (!ran_) {
-        retry_soon_ = cmaUndecided(channel_.offers());
+        transient_ = reachable || cmaUndecided(channel_.offers());
         probeCma();
         state_ = State::kDone;
         return Progress::kAdvanced;
       }
-      uses_cma_ = needsCma(channel_.offers());
       PSDP_RETURN_IF_ERROR(resolveBuffers());
       PSDP_RETURN_IF_ERROR(runShare());
       if (twoRounds()) {
@@ -92,6 +96,9 @@ Result<Progress> DirectPhase::advance() {
       PSDP_ASSIGN_OR_RETURN(bool offers,
                             roundDone(&DirectChannel::Peer::offer_sent, &DirectChannel::Peer::offer_received));
       bool settled = offers;
+      if (settled && twoRounds()) {
+        PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectChannel::Peer::mid_sent, &DirectChannel::Peer::mid_received));
+      }
       if (settled && ran_) {
         PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
       }

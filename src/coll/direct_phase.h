@@ -39,6 +39,7 @@ struct DirectArgs {
   ReduceKernel kernel;    // reductions; never premul-sum, whose scalars are each rank's own
   int root = -1;          // broadcast
   bool streaming = true;  // results may be stored with non-temporal stores (coll/direct_kernels.h)
+  bool cma = true;        // may run direct where some rank reads another with CMA
 };
 
 // What direct operations keep between calls, allocated once per communicator: the offer messages and their
@@ -96,9 +97,9 @@ class DirectPhase final : public Phase {
   std::string waitingFor() const override;
   // Whether the operation ran direct; meaningful once advance() has returned kDone. False: run the ring.
   bool ran() const { return ran_; }
-  // After a fallback: whether it happened only because some rank had not yet tried CMA, so that the next
-  // operation may well run direct.
-  bool retrySoon() const { return retry_soon_; }
+  // After a fallback: whether it says nothing of the next operations, because some rank had not yet tried
+  // CMA or this operation was not to use it (DirectArgs::cma).
+  bool transient() const { return transient_; }
 
  private:
   enum class State { kPost, kOffers, kMid, kDone, kFinished };
@@ -114,7 +115,7 @@ class DirectPhase final : public Phase {
                    transport::Completion DirectChannel::Peer::*received);
   Result<bool> roundDone(transport::Completion DirectChannel::Peer::*sent,
                          transport::Completion DirectChannel::Peer::*received) const;
-  bool twoRounds() const { return args_.kind == OpKind::kAllReduce && uses_cma_; }
+  bool twoRounds() const { return ran_ && args_.kind == OpKind::kAllReduce && uses_cma_; }
   // The bytes of `rank`'s send and recv buffers that peers touch, as every rank offers them.
   size_t offeredSendBytes(int rank) const;
   size_t offeredRecvBytes() const;
@@ -125,7 +126,7 @@ class DirectPhase final : public Phase {
   State state_ = State::kPost;
   bool ran_ = false;
   bool uses_cma_ = false;
-  bool retry_soon_ = false;
+  bool transient_ = false;
 };
 
 }  // namespace psdp::coll
