@@ -78,9 +78,10 @@ class Transport {
   // completions, then call waitEvents(seen) so that no completion can slip between check and sleep.
   virtual uint32_t eventCount() const = 0;
 
-  // Returns once eventCount() != seen, or the deadline has passed (then timeout). With a progress thread
-  // it sleeps (futex); in caller mode it drives progress itself. It may return early (spurious wakeup):
-  // callers loop. Errors: timeout, and any fatal backend error.
+  // Returns once eventCount() != seen, or the deadline has passed (then timeout). The caller drives the
+  // backend's progress itself meanwhile (a progress thread, if any, stands aside), sleeping on the backend's
+  // wake-up fd when nothing moves. It may return early (spurious wakeup): callers loop. Errors: timeout,
+  // and any fatal backend error.
   virtual Status waitEvents(uint32_t seen, const Deadline& deadline) = 0;
 
   // Fail-stop, for users that cannot go on once any rank is lost (a communicator's collectives): peers are

@@ -1,5 +1,6 @@
 // The progress thread of PSDP_PROGRESS=thread: spins ucp_worker_progress while operations are outstanding
-// and sleeps on the worker's event fd when idle (see WorkerLoop for the wake-up protocol).
+// and sleeps on the worker's event fd when idle (see WorkerLoop for the wake-up protocol). It stands aside
+// while a thread waits in waitEvents, which then drives the worker itself (WorkerLoop::DriverScope).
 #pragma once
 
 #include <atomic>

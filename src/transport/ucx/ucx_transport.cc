@@ -17,7 +17,6 @@
 #include "transport/process_identity.h"
 #include "transport/ucx/ucx_context.h"
 #include "transport/ucx/ucx_endpoint.h"
-#include "transport/ucx/ucx_event_counter.h"
 #include "transport/ucx/ucx_pending_op.h"
 #include "transport/ucx/ucx_progress_thread.h"
 #include "transport/ucx/ucx_status.h"
@@ -89,7 +88,7 @@ class UcxTransport final : public Transport {
   Status connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) override;
   Status send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) override;
   Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) override;
-  uint32_t eventCount() const override { return events_.value(); }
+  uint32_t eventCount() const override { return events_.load(std::memory_order_acquire); }
   Status waitEvents(uint32_t seen, const Deadline& deadline) override;
   void fail(const Status& reason) override;
   Status failure() const override;
@@ -180,7 +179,8 @@ class UcxTransport final : public Transport {
   UcpContext context_;
   UcpWorker worker_;
   std::vector<std::byte> address_;
-  EventCounter events_;
+  // Bumped after every completion: waiters compare it with what they saw before checking (waitEvents).
+  std::atomic<uint32_t> events_{0};
   std::unique_ptr<WorkerLoop> loop_;
   std::unique_ptr<Peer[]> peers_;
   std::atomic<bool> failure_pending_{false};
@@ -446,11 +446,6 @@ PendingOp* UcxTransport::beginOp(int peer, Tag tag, size_t bytes, bool is_recv, 
 // After the UCX call, under the same lock. A request whose callback already ran (inside the call) is freed
 // here; an error means nothing was posted and the caller's completion stays untouched.
 Status UcxTransport::endPost(PendingOp* op, ucs_status_ptr_t result) {
-  // Completions written inside the post call have no progress hook after them to wake waiters.
-  struct Publish {
-    EventCounter& events;
-    ~Publish() { events.publish(); }
-  } publish{events_};
   if (UCS_PTR_IS_PTR(result)) {
     if (op->finished) {
       ucp_request_free(result);
@@ -518,7 +513,7 @@ void UcxTransport::complete(PendingOp* op, ucs_status_t status, size_t length) {
   }
   completion->status = opStatus(*op, status, length);
   completion->done.store(true, std::memory_order_release);
-  events_.bump();
+  events_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void UcxTransport::retire(PendingOp* op) {
@@ -592,7 +587,6 @@ void UcxTransport::afterProgress() {
   readNotices();
   checkLiveness();
   handleFailures();
-  events_.publish();
 }
 
 void UcxTransport::checkLiveness() {
@@ -639,7 +633,7 @@ void UcxTransport::recordFailure(const Status& status) {
   }
   // Wakes whoever waits for events, so that it sees the failure even if none of its operations involve
   // the failed peer.
-  events_.bump();
+  events_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void UcxTransport::fail(const Status& reason) {
@@ -660,7 +654,6 @@ void UcxTransport::fail(const Status& reason) {
         if (!op->is_notice) detach(op, op->is_recv ? reason : reason.withContext(fmt::format("send to peer {}", r)));
       });
     }
-    events_.publish();
   }
   loop_->signal();
 }
@@ -725,7 +718,7 @@ Status UcxTransport::waitEvents(uint32_t seen, const Deadline& deadline) {
   // a busy host costs tens of microseconds per message.
   std::optional<WorkerLoop::DriverScope> driver;
   if (progress_thread_) driver.emplace(*loop_);
-  if (!loop_->driveUntil([&] { return events_.value() != seen; }, deadline)) {
+  if (!loop_->driveUntil([&] { return eventCount() != seen; }, deadline)) {
     return Status::timeout("no transport event before the deadline");
   }
   return Status::ok();
@@ -801,7 +794,7 @@ void UcxTransport::detach(PendingOp* op, const Status& status) {
   if (op->completion != nullptr) {
     op->completion->status = status;
     op->completion->done.store(true, std::memory_order_release);
-    events_.bump();
+    events_.fetch_add(1, std::memory_order_seq_cst);
     op->completion = nullptr;
   }
   PendingList::unlink(op);

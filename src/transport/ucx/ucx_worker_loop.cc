@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <ctime>
 
 #include <utility>
 
@@ -91,8 +92,10 @@ void WorkerLoop::standDown(const std::atomic<bool>& stop) {
   while (!stop.load(std::memory_order_acquire)) {
     uint32_t drivers = drivers_.load(std::memory_order_seq_cst);
     if (drivers == 0) return;
-    // Returns at once if the count changed since the load: no wake-up is lost.
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&drivers_), FUTEX_WAIT_PRIVATE, drivers, nullptr, nullptr, 0);
+    // Returns at once if the count changed since the load, so no wake-up is lost; the slice bounds the wait
+    // for a stop request that lands between the checks above and the sleep.
+    timespec slice{0, 50'000'000};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&drivers_), FUTEX_WAIT_PRIVATE, drivers, &slice, nullptr, 0);
   }
 }
 
