@@ -21,15 +21,15 @@ struct Options {
   Collective collective = Collective::kAllReduce;
   size_t min_bytes = 32 << 20;
   size_t max_bytes = 32 << 20;
-  size_t step_factor = 2;  // -f: multiply the size by this; 0: add step_bytes instead
-  size_t step_bytes = 0;   // -i
-  int iters = 20;          // -n
-  int warmup = 5;          // -w
-  bool check = true;       // -c
-  int root = 0;            // -r: broadcast root
-  bool blocking = true;    // -z 0: post each call with a request and wait on it
+  size_t step_factor = 2;       // -f: multiply the size by this; 0: add step_bytes instead
+  size_t step_bytes = 0;        // -i
+  int iters = 20;               // -n
+  int warmup = 5;               // -w
+  bool check = true;            // -c
+  int root = 0;                 // -r: broadcast root
+  bool blocking = true;         // -z 0: post each call with a request and wait on it
   bool shared_buffers = false;  // -R 1: buffers from psdp_mem_alloc, which direct collectives can reach
-  bool huge_pages = true;  // -H 0: buffers on small pages (no transparent huge page advice)
+  bool huge_pages = true;       // -H 0: buffers on small pages (no transparent huge page advice)
   std::vector<psdp_dtype_t> dtypes{PSDP_FLOAT32};
   std::vector<Reduction> ops{Reduction::kSum};
   std::string json_path;  // -J
