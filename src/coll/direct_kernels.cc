@@ -31,7 +31,9 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
                     std::span<std::byte* const> outputs, size_t count, size_t elem_size, int nranks,
                     const DirectTiles& tiles, bool streaming) {
   const bool all_local = std::all_of(inputs.begin(), inputs.end(), [](const DirectSource& s) { return s.isLocal(); });
-  const size_t tile_elems = std::max<size_t>(1, (all_local ? kDirectTileBytes : kDirectCmaTileBytes) / elem_size);
+  // A fetch tile is what one CMA read brings in; with every input addressable it is one store tile.
+  const size_t store_elems = std::max<size_t>(1, kDirectTileBytes / elem_size);
+  const size_t fetch_elems = all_local ? store_elems : std::max<size_t>(1, kDirectCmaTileBytes / elem_size);
   // An output that is also an input (in place) was just read: its lines are in this core's cache, where a
   // plain store lands without a read-for-ownership, and a streaming store would only evict them.
   std::array<bool, kMaxDirectOutputs> streams{};
@@ -39,18 +41,30 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
     streams[k] = streaming && std::none_of(inputs.begin(), inputs.end(),
                                            [&](const DirectSource& s) { return s.local == outputs[k]; });
   }
+  alignas(64) std::array<std::byte, kDirectTileBytes> stored;
+  const size_t last = inputs.size() - 1;
   for (size_t done = 0; done < count;) {
-    const size_t n = std::min(tile_elems, count - done);
+    const size_t n = std::min(fetch_elems, count - done);
     const size_t at = done * elem_size;
-    const size_t bytes = n * elem_size;
-    // The first input may be read into the result tile itself: combine allows dst == partial.
-    PSDP_ASSIGN_OR_RETURN(const std::byte* first, fetch(inputs[0], at, bytes, tiles.result));
-    for (size_t j = 1; j < inputs.size(); ++j) {
-      PSDP_ASSIGN_OR_RETURN(const std::byte* next, fetch(inputs[j], at, bytes, tiles.read));
-      kernel.combine(tiles.result, j == 1 ? first : tiles.result, next, n);
+    // Every input but the last is combined over the whole fetch tile into tiles.result (the first may be
+    // read into it: combine allows dst == partial); the last is combined a store tile at a time, each
+    // stored at once, so that the reads of the inputs and the stores of the results overlap.
+    PSDP_ASSIGN_OR_RETURN(const std::byte* partial, fetch(inputs[0], at, n * elem_size, tiles.result));
+    for (size_t j = 1; j < last; ++j) {
+      PSDP_ASSIGN_OR_RETURN(const std::byte* next, fetch(inputs[j], at, n * elem_size, tiles.read));
+      kernel.combine(tiles.result, partial, next, n);
+      partial = tiles.result;
     }
-    if (kernel.finalize != nullptr) kernel.finalize(tiles.result, n, nranks);
-    for (size_t k = 0; k < outputs.size(); ++k) store(outputs[k] + at, tiles.result, bytes, streams[k]);
+    PSDP_ASSIGN_OR_RETURN(const std::byte* final_input, fetch(inputs[last], at, n * elem_size, tiles.read));
+    for (size_t i = 0; i < n; i += store_elems) {
+      const size_t m = std::min(store_elems, n - i);
+      const size_t in_tile = i * elem_size;
+      kernel.combine(stored.data(), partial + in_tile, final_input + in_tile, m);
+      if (kernel.finalize != nullptr) kernel.finalize(stored.data(), m, nranks);
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        store(outputs[k] + at + in_tile, stored.data(), m * elem_size, streams[k]);
+      }
+    }
     done += n;
   }
   if (streaming) streamingFence();

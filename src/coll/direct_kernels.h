@@ -3,13 +3,16 @@
 // either addressable here (a rank of this process, or a psdp_mem_alloc segment mapped here) or read out of
 // its process with CMA (transport/cross_memory.h), one tile at a time into this core's cache.
 //
-// Reductions go a tile at a time: the tile takes the combined inputs, then is stored to every
-// destination. When the operation's data exceeds the last-level cache, stores to destinations that were
-// not just read are non-temporal (`streaming`), so that memory sees each input read once and each output
-// written once, with no read-for-ownership. Tile sizes were measured (psdp-perf, 2 ranks): with every input
-// addressable, 2-4 KiB beat 8 and 32 KiB by up to 40% for reduce-scatter (reading a whole large tile and
-// then storing it leaves memory idle in turns); with CMA, 256 KiB beat 64 KiB by 15-35% (one system call
-// per tile and peer).
+// Reductions go a tile at a time. A fetch tile (kDirectCmaTileBytes) is what one CMA read of a peer brings
+// into this core's cache; with every input addressable there is no fetch. The results are combined and
+// stored a store tile (kDirectTileBytes) at a time, so that the loads of the inputs and the stores of the
+// results interleave in the core's window and memory is never idle in turns. When the operation's data
+// exceeds the last-level cache, stores to destinations that were not just read are non-temporal
+// (`streaming`), so that memory sees each input read once and each output written once, with no
+// read-for-ownership. Tile sizes were measured with psdp-perf on 2 ranks, float32 sum, 16-256 MiB: with
+// every input addressable, 256-byte store tiles beat 4 KiB ones by 10-30% out of place (reduce-scatter
+// 5.4-7.2 against 4.6-5.5 GB/s, all-reduce 8.5-9.9 against 7.1-8.0), and 4 KiB had beaten 32 KiB by up to
+// 40%; with CMA, 256 KiB fetch tiles beat 64 KiB ones by 15-35% (one system call per tile and peer).
 #pragma once
 
 #include <cstddef>
@@ -21,7 +24,7 @@
 
 namespace psdp::coll {
 
-inline constexpr size_t kDirectTileBytes = size_t{4} << 10;
+inline constexpr size_t kDirectTileBytes = 256;
 inline constexpr size_t kDirectCmaTileBytes = size_t{256} << 10;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;
@@ -47,7 +50,7 @@ struct DirectSource {
   }
 };
 
-// Two tiles of kDirectCmaTileBytes each, 64-byte aligned: the running result and a CMA read.
+// Two fetch tiles of kDirectCmaTileBytes each, 64-byte aligned: the running result and a CMA read.
 struct DirectTiles {
   std::byte* result = nullptr;
   std::byte* read = nullptr;
