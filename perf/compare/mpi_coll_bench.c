@@ -2,7 +2,11 @@
  * The MPI side of perf/compare: MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on float32 (sum),
  * timed as psdp-perf times its collectives, so that the two can be read side by side.
  *
- *   mpirun -np 2 ./mpi_coll_bench {ar|rs|ag} MIN_BYTES MAX_BYTES ITERS WARMUP
+ *   mpirun -np 2 ./mpi_coll_bench {ar|rs|ag} MIN_BYTES MAX_BYTES ITERS WARMUP [in-place]
+ *
+ * With "in-place" the calls take MPI_IN_PLACE, as nccl-tests' in-place columns do: all-reduce sums the
+ * receive buffer into itself, reduce-scatter reads the whole vector from the receive buffer and leaves this
+ * rank's block at its start, all-gather finds this rank's block at its place in the receive buffer.
  *
  * Sizes are the whole vector in bytes (nccl-tests' "size"), doubled from MIN to MAX. Buffers are allocated
  * and written once at the largest size before anything is timed, because first touch of fresh pages is slow
@@ -15,7 +19,7 @@
 #include <string.h>
 
 static void usage(void) {
-  fprintf(stderr, "usage: mpi_coll_bench {ar|rs|ag} MIN_BYTES MAX_BYTES ITERS WARMUP\n");
+  fprintf(stderr, "usage: mpi_coll_bench {ar|rs|ag} MIN_BYTES MAX_BYTES ITERS WARMUP [in-place]\n");
 }
 
 int main(int argc, char** argv) {
@@ -23,7 +27,8 @@ int main(int argc, char** argv) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  if (argc != 6 || (strcmp(argv[1], "ar") && strcmp(argv[1], "rs") && strcmp(argv[1], "ag"))) {
+  int in_place = argc == 7 && strcmp(argv[6], "in-place") == 0;
+  if ((argc != 6 && !in_place) || (strcmp(argv[1], "ar") && strcmp(argv[1], "rs") && strcmp(argv[1], "ag"))) {
     if (rank == 0) usage();
     MPI_Finalize();
     return 2;
@@ -43,7 +48,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "mpi_coll_bench: out of memory for %zu bytes\n", max_bytes);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
-  /* Small integers: sums stay exact and never reach denormals or infinities that would change the speed. */
+  /* Small integers: sums stay exact and never reach denormals, which would slow the adds. (In place,
+   * all-reduce doubles them every call; infinity, if reached, costs no more than any other value.) */
   for (size_t i = 0; i < max_elems; ++i) {
     send[i] = (float)((i + (size_t)rank) % 5);
     recv[i] = 0.0f;
@@ -59,7 +65,13 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         start = MPI_Wtime();
       }
-      if (is_ar) {
+      if (in_place && is_ar) {
+        MPI_Allreduce(MPI_IN_PLACE, send, (int)all, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      } else if (in_place && is_rs) {
+        MPI_Reduce_scatter_block(MPI_IN_PLACE, send, (int)per, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      } else if (in_place) {
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, send, (int)per, MPI_FLOAT, MPI_COMM_WORLD);
+      } else if (is_ar) {
         MPI_Allreduce(send, recv, (int)all, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       } else if (is_rs) {
         MPI_Reduce_scatter_block(send, recv, (int)per, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);

@@ -77,9 +77,9 @@ def run(cmd, timeout, env=None, quiet=False):
 
 
 PSDP_MODES = {
-    "private": ("private buffers (-R 0), direct over CMA", "0", None),
-    "shared": ("psdp_mem_alloc buffers (-R 1), direct in place", "1", None),
-    "ring": ("private buffers (-R 0), PSDP_ALGORITHM=ring", "0", "ring"),
+    "private": ("private buffers (-R 0): direct, the peer read with CMA", "0", None),
+    "shared": ("psdp_mem_alloc buffers (-R 1): direct, the peer's buffers mapped", "1", None),
+    "ring": ("private buffers (-R 0): PSDP_ALGORITHM=ring", "0", "ring"),
 }
 
 
@@ -138,10 +138,12 @@ def ucx_once(args, size, variant, port):
     return None
 
 
-def mpi_once(args, binary, coll, config):
-    """busbw (GB/s) per size of one mpi_coll_bench run."""
+def mpi_once(args, binary, coll, config, in_place):
+    """busbw (GB/s) per size of one mpi_coll_bench run, out of place or in place (MPI_IN_PLACE)."""
     cmd = [args.mpirun] + MPI_BASE + MPI_CONFIGS[config] + ["-np", str(args.np), binary, coll, str(args.min),
                                                             str(args.max), str(args.iters), str(args.warmup)]
+    if in_place:
+        cmd.append("in-place")
     out = run(cmd, args.timeout)
     if out is None:
         return {}
@@ -212,7 +214,7 @@ def main():
     ucx_variants = [("", False), ("sm,self", False), ("", True), ("sm,self", True)]
     psdp = {(m, c, place): {s: [] for s in sizes} for m in modes for c in COLLS for place in (0, 1)}
     ucx = {v: {s: [] for s in sizes} for v in ucx_variants}
-    mpi = {(cfg, c): {s: [] for s in sizes} for cfg in configs for c in COLLS}
+    mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in configs for c in COLLS for place in (0, 1)}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
         binary = os.path.join(tmp, "mpi_coll_bench")
         if not args.no_mpi:
@@ -236,58 +238,57 @@ def main():
             if not args.no_mpi:
                 for cfg in configs:
                     for c in COLLS:
-                        for size, bw in mpi_once(args, binary, c, cfg).items():
-                            if size in mpi[(cfg, c)]:
-                                mpi[(cfg, c)][size].append(bw)
+                        for place in (0, 1):
+                            for size, bw in mpi_once(args, binary, c, cfg, place).items():
+                                if size in mpi[(cfg, c, place)]:
+                                    mpi[(cfg, c, place)][size].append(bw)
 
-    header = ("| size | psdp ar | psdp rs | psdp ag | psdp ag in-place | put_bw | ompi ar | ompi rs | ompi ag "
-              "| ag/put | ag in-place/put | rs/put | rs/ompi rs | ar/ompi ar |")
-    med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
-    winners = {}
-    put_winner = {}
-    best_ompi_at, best_put_at = {}, {}
+    # Open MPI's best variant per (collective, in place?, size), and the best put_bw variant per size.
+    ompi, ompi_winner, put, put_winner = {}, {}, {}, {}
     for s in sizes:
-        best_ompi = {}
         for c in COLLS:
-            cands = [(median(mpi[(cfg, c)][s]), cfg) for cfg in configs]
-            cands = [x for x in cands if x[0] is not None]
-            best = max(cands) if cands else (None, "-")
-            best_ompi[c] = best[0]
-            winners[(c, s)] = best[1]
-        puts = [(median(ucx[v][s]), v) for v in ucx_variants]
-        puts = [x for x in puts if x[0] is not None]
-        best_put, put_winner[s] = max(puts) if puts else (None, None)
-        best_ompi_at[s], best_put_at[s] = best_ompi, best_put
-    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; out-of-place "
-             "unless marked; put_bw: ucx_perftest one-sided put bandwidth, the best of UCX_TLS default/sm,self with "
-             "and without huge pages; ompi: the best Open MPI variant per size."]
+            for place in (0, 1):
+                cands = [x for x in ((median(mpi[(cfg, c, place)][s]), cfg) for cfg in configs) if x[0] is not None]
+                ompi[(c, place, s)], ompi_winner[(c, place, s)] = max(cands) if cands else (None, "-")
+        puts = [x for x in ((median(ucx[v][s]), v) for v in ucx_variants) if x[0] is not None]
+        put[s], put_winner[s] = max(puts) if puts else (None, None)
+    med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
+    places = ((0, ""), (1, " ip"))
+    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; \"ip\": in place "
+             "(nccl-tests' in-place columns; MPI_IN_PLACE for Open MPI); put_bw: ucx_perftest one-sided put "
+             "bandwidth, the best of UCX_TLS default/sm,self with and without huge pages; ompi: the best Open MPI "
+             "variant per size and column.", ""]
+    header = "| size | put_bw | " + " | ".join(f"ompi {c}{label}" for c in COLLS for _, label in places) + " |"
+    lines += ["Peers:", "", header, "|" + "---|" * (header.count("|") - 1)]
+    for s in sizes:
+        lines.append(f"| {human(s)} | {fmt(put[s])} | " +
+                     " | ".join(fmt(ompi[(c, place, s)]) for c in COLLS for place, _ in places) + " |")
     big, mid = 256 << 20, 16 << 20
     for m in modes:
-        title = PSDP_MODES[m][0]
+        header = ("| size | " + " | ".join(f"{c}{label}" for c in COLLS for _, label in places) +
+                  " | ag/put | ag ip/put | rs/put | rs ip/put | rs/ompi | rs ip/ompi ip | ar/ompi | ar ip/ompi ip |")
         rows = [header, "|" + "---|" * (header.count("|") - 1)]
         for s in sizes:
-            best_ompi, best_put = best_ompi_at[s], best_put_at[s]
-            ar, rs, ag = med[(m, "ar", 0)][s], med[(m, "rs", 0)][s], med[(m, "ag", 0)][s]
-            ag_ip = med[(m, "ag", 1)][s]
-            rows.append(f"| {human(s)} | {fmt(ar)} | {fmt(rs)} | {fmt(ag)} | {fmt(ag_ip)} | {fmt(best_put)} | "
-                        f"{fmt(best_ompi['ar'])} | {fmt(best_ompi['rs'])} | {fmt(best_ompi['ag'])} | "
-                        f"{fmt(ratio(ag, best_put))} | {fmt(ratio(ag_ip, best_put))} | {fmt(ratio(rs, best_put))} | "
-                        f"{fmt(ratio(rs, best_ompi['rs']))} | {fmt(ratio(ar, best_ompi['ar']))} |")
-        lines += ["", f"psdp on {title}:", ""] + rows + [""]
+            bw = {(c, place): med[(m, c, place)][s] for c in COLLS for place in (0, 1)}
+            cells = [fmt(bw[(c, place)]) for c in COLLS for place, _ in places]
+            cells += [fmt(ratio(bw[("ag", place)], put[s])) for place in (0, 1)]
+            cells += [fmt(ratio(bw[("rs", place)], put[s])) for place in (0, 1)]
+            cells += [fmt(ratio(bw[(c, place)], ompi[(c, place, s)])) for c in ("rs", "ar") for place in (0, 1)]
+            rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
+        lines += ["", f"psdp on {PSDP_MODES[m][0]}:", ""] + rows + [""]
         parts = []
         for c in COLLS:
-            for place, label in ((0, ""), (1, " in-place")):
+            for place, label in places:
                 parts.append(f"{c}{label} {fmt(ratio(med[(m, c, place)].get(big), med[(m, c, place)].get(mid)))}")
         lines.append(f"psdp ({m}) busbw 256M/16M: " + ", ".join(parts))
-        lines.append(f"psdp ({m}) in-place busbw: " + "; ".join(
-            f"{human(s)} " + "/".join(fmt(med[(m, c, 1)][s]) for c in COLLS) for s in sizes) + " (ar/rs/ag)")
     if not args.no_ucx:
         lines.append("best put_bw variant per size: " + "; ".join(
             f"{human(s)} {(put_winner[s][0] or 'default') + (' +thp' if put_winner[s][1] else '')}"
             for s in sizes if put_winner[s]))
     if not args.no_mpi:
         lines.append("best Open MPI variant per size: " + "; ".join(
-            f"{human(s)} " + "/".join(winners[(c, s)] for c in COLLS) for s in sizes) + " (ar/rs/ag)")
+            f"{human(s)} " + "/".join(ompi_winner[(c, place, s)] for c in COLLS for place, _ in places)
+            for s in sizes) + " (" + "/".join(f"{c}{label}" for c in COLLS for _, label in places) + ")")
         lines.append("Open MPI base: mpirun " + " ".join(MPI_BASE) + " -np " + str(args.np))
     text = "\n".join(lines) + "\n"
     print(text)
