@@ -12,7 +12,10 @@
 // read-for-ownership. Tile sizes were measured with psdp-perf on 2 ranks, float32 sum, 16-256 MiB: with
 // every input addressable, 256-byte store tiles beat 4 KiB ones by 10-30% out of place (reduce-scatter
 // 5.4-7.2 against 4.6-5.5 GB/s, all-reduce 8.5-9.9 against 7.1-8.0), and 4 KiB had beaten 32 KiB by up to
-// 40%; with CMA, 256 KiB fetch tiles beat 64 KiB ones by 15-35% (one system call per tile and peer).
+// 40%. With CMA, 1 MiB fetch tiles beat 256 KiB ones by 5-35% (reduce-scatter 4.6-5.8 against 3.5-4.4 GB/s,
+// all-reduce 5.5-6.5 against 5.1-5.5), 4 MiB ones were no better, and 256 KiB had beaten 64 KiB: each CMA
+// call pins and copies the other process's pages in small batches, so larger calls amortise the system call
+// (cross_memory_bench: a CMA read moves 35-55% of what memcpy moves here).
 #pragma once
 
 #include <cstddef>
@@ -25,7 +28,7 @@
 namespace psdp::coll {
 
 inline constexpr size_t kDirectTileBytes = 256;
-inline constexpr size_t kDirectCmaTileBytes = size_t{256} << 10;
+inline constexpr size_t kDirectCmaTileBytes = size_t{1} << 20;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;
 // Reductions smaller than this (the buffer per rank) do not run direct over CMA: with one system call per
