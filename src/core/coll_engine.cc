@@ -121,9 +121,15 @@ void CollEngine::driveOnce(const Deadline* until) {
   // The poll window of test() starts only now: advancing may take longer than the window itself, and the
   // transport must still get its turn.
   Deadline poll = Deadline::after(kTestPollSeconds);
-  Status waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, task.deadline()));
-  // A lost peer fails the task even when it waits only on healthy ones: they may wait on the lost one.
-  if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) waited = transport_.failure();
+  // A lost peer fails the task even when it waits only on healthy ones: they may wait on the lost one. A
+  // failure recorded after `seen` was read wakes the wait; one recorded before it (by the transport's
+  // progress thread, between two rounds) bumped the count already and would let the wait run to the
+  // deadline, so it is looked for first.
+  Status waited = transport_.failure();
+  if (waited.isOk()) {
+    waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, task.deadline()));
+    if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) waited = transport_.failure();
+  }
   if (waited.isOk()) return;
   task.abandon(waited);
   failEverything(waited.withContext(task.describe()));
