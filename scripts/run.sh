@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds psdp, then runs 2 local ranks over UCX shared memory and prints nccl-tests style
 # bandwidth tables for all-reduce, reduce-scatter and all-gather from 1 MiB to 256 MiB, verified exactly: first on
-# private buffers (the direct algorithm over CMA), then on psdp_mem_alloc buffers (-R 1: direct, in place).
+# private buffers (the direct algorithm over CMA), then on psdp_mem_alloc buffers (-R 1: direct, the other
+# ranks' buffers mapped).
 #   scripts/run.sh [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
