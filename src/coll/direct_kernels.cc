@@ -32,7 +32,8 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
                     const DirectTiles& tiles, bool streaming) {
   const bool all_local = std::all_of(inputs.begin(), inputs.end(), [](const DirectSource& s) { return s.isLocal(); });
   // A fetch tile is what one CMA read brings in; with every input addressable it is one store tile.
-  const size_t store_elems = std::max<size_t>(1, kDirectTileBytes / elem_size);
+  const size_t store_elems =
+      std::max<size_t>(1, (streaming ? kDirectStreamTileBytes : kDirectCacheTileBytes) / elem_size);
   const size_t fetch_elems = all_local ? store_elems : std::max<size_t>(1, kDirectCmaTileBytes / elem_size);
   // An output that is also an input (in place) was just read: its lines are in this core's cache, where a
   // plain store lands without a read-for-ownership, and a streaming store would only evict them.
@@ -41,7 +42,7 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
     streams[k] = streaming && std::none_of(inputs.begin(), inputs.end(),
                                            [&](const DirectSource& s) { return s.local == outputs[k]; });
   }
-  alignas(64) std::array<std::byte, kDirectTileBytes> stored;
+  alignas(64) std::array<std::byte, std::max(kDirectStreamTileBytes, kDirectCacheTileBytes)> stored;
   const size_t last = inputs.size() - 1;
   for (size_t done = 0; done < count;) {
     const size_t n = std::min(fetch_elems, count - done);

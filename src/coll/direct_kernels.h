@@ -5,14 +5,17 @@
 //
 // Reductions go a tile at a time. A fetch tile (kDirectCmaTileBytes) is what one CMA read of a peer brings
 // into this core's cache; with every input addressable there is no fetch. The results are combined and
-// stored a store tile (kDirectTileBytes) at a time, so that the loads of the inputs and the stores of the
-// results interleave in the core's window and memory is never idle in turns. When the operation's data
-// exceeds the last-level cache, stores to destinations that were not just read are non-temporal
-// (`streaming`), so that memory sees each input read once and each output written once, with no
-// read-for-ownership. Tile sizes were measured with psdp-perf on 2 ranks, float32 sum, 16-256 MiB: with
-// every input addressable, 256-byte store tiles beat 4 KiB ones by 10-30% out of place (reduce-scatter
-// 5.4-7.2 against 4.6-5.5 GB/s, all-reduce 8.5-9.9 against 7.1-8.0), and 4 KiB had beaten 32 KiB by up to
-// 40%. With CMA, 1 MiB fetch tiles beat 256 KiB ones by 5-35% (reduce-scatter 4.6-5.8 against 3.5-4.4 GB/s,
+// stored a store tile at a time. When the operation's data exceeds the last-level cache, stores to
+// destinations that were not just read are non-temporal (`streaming`), so that memory sees each input read
+// once and each output written once, with no read-for-ownership; such results go 256 bytes at a time
+// (kDirectStreamTileBytes), so that the loads of the inputs and the stores of the results interleave in the
+// core's window and memory is never idle in turns. Results that stay in cache go 4 KiB at a time
+// (kDirectCacheTileBytes): at cache speed the calls per tile are what costs. Tile sizes were measured with
+// psdp-perf -R 1 on 2 ranks, float32 sum: at 16-256 MiB (streaming), 256-byte tiles beat 4 KiB ones by
+// 10-30% out of place (reduce-scatter 5.4-7.2 against 4.6-5.5 GB/s, all-reduce 8.5-9.9 against 7.1-8.0),
+// and 4 KiB had beaten 32 KiB by up to 40%; at 1-4 MiB (cached), 4 KiB tiles beat 256-byte ones by 1.5-2.4x
+// in reduce-scatter (9.4-9.9 against 4.1-5.4 GB/s out of place), and 1 KiB and 16 KiB ones in most columns.
+// With CMA, 1 MiB fetch tiles beat 256 KiB ones by 5-35% (reduce-scatter 4.6-5.8 against 3.5-4.4 GB/s,
 // all-reduce 5.5-6.5 against 5.1-5.5), 4 MiB ones were no better, and 256 KiB had beaten 64 KiB: each CMA
 // call pins and copies the other process's pages in small batches, so larger calls amortise the system call
 // (cross_memory_bench: a CMA read moves 35-55% of what memcpy moves here).
@@ -27,7 +30,8 @@
 
 namespace psdp::coll {
 
-inline constexpr size_t kDirectTileBytes = 256;
+inline constexpr size_t kDirectStreamTileBytes = 256;
+inline constexpr size_t kDirectCacheTileBytes = size_t{4} << 10;
 inline constexpr size_t kDirectCmaTileBytes = size_t{1} << 20;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;

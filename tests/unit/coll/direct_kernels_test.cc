@@ -132,9 +132,17 @@ void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, I
 }
 
 std::vector<size_t> countsFor(size_t elem_size) {
-  const size_t tile_elems = kDirectTileBytes / elem_size;
+  const size_t stream_tile_elems = kDirectStreamTileBytes / elem_size;
+  const size_t cache_tile_elems = kDirectCacheTileBytes / elem_size;
   const size_t cma_tile_elems = kDirectCmaTileBytes / elem_size;
-  return {0, 1, 7, tile_elems, 3 * tile_elems + 5, cma_tile_elems + 3};
+  return {0,
+          1,
+          7,
+          stream_tile_elems,
+          3 * stream_tile_elems + 5,
+          cache_tile_elems,
+          3 * cache_tile_elems + 5,
+          cma_tile_elems + 3};
 }
 
 TEST(DirectKernelsTest, ReducesTwoToFourInputsIntoSeparateOutputs) {
