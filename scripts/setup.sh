@@ -8,7 +8,7 @@ build_dir=${1:-build}
 shift || true
 
 packages=(build-essential cmake ninja-build pkg-config python3 binutils
-          libucx-dev ucx-utils libhwloc-dev hwloc libxml2-dev libspdlog-dev libfmt-dev
+          libucx-dev ucx-utils libhwloc-dev libhwloc-plugins hwloc libxml2-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do

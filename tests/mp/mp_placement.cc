@@ -77,6 +77,19 @@ void destroy(psdp_comm_h comm, psdp::mp::Report& report) {
   report.check(psdp_comm_destroy(comm) == PSDP_SUCCESS, "destroy");
 }
 
+// NUMA nodes of this machine as psdp discovers it (0 when discovery fails, which the check reports).
+int liveNumaNodes(psdp::mp::Report& report) {
+  psdp_topology_h topo = nullptr;
+  psdp_status_t s = psdp_topology_load(nullptr, &topo);
+  report.check(s == PSDP_SUCCESS, "live topology: " + why(nullptr, s));
+  if (s != PSDP_SUCCESS) return 0;
+  psdp_topology_summary_t summary{};
+  s = psdp_topology_get_summary(topo, &summary);
+  report.check(s == PSDP_SUCCESS, "topology summary: " + why(nullptr, s));
+  psdp_topology_free(topo);
+  return summary.numa_nodes;
+}
+
 void thisMachine(const Job& job, psdp::mp::Report& report) {
   psdp_config_t config = PSDP_CONFIG_INITIALIZER;
   psdp_comm_h comm = nullptr;
@@ -98,9 +111,16 @@ void thisMachine(const Job& job, psdp::mp::Report& report) {
                      std::to_string(p.ring_position));
     report.check(p.gpu_bus_id[0] == '\0', "no GPU on this machine");
   }
-  // The caller's own NUMA node comes from its CPU binding: the machine's only node, or unknown.
+  // The caller's own NUMA node comes from its CPU binding. On a machine with one node that node is the only
+  // answer; -1 (unknown) there means discovery failed and the rank lost its binding.
   psdp_rank_placement_t mine = placementOf(comm, job.rank, report);
-  report.check(mine.numa_node == 0 || mine.numa_node == -1, "NUMA node " + std::to_string(mine.numa_node));
+  const int numa_nodes = liveNumaNodes(report);
+  if (numa_nodes == 1) {
+    report.check(mine.numa_node == 0, "NUMA node " + std::to_string(mine.numa_node) + " on a one-node machine");
+  } else {
+    report.check(mine.numa_node >= -1 && mine.numa_node < numa_nodes,
+                 "NUMA node " + std::to_string(mine.numa_node) + " of " + std::to_string(numa_nodes));
+  }
   destroy(comm, report);
 }
 
