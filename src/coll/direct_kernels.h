@@ -33,6 +33,9 @@ namespace psdp::coll {
 inline constexpr size_t kDirectStreamTileBytes = 256;
 inline constexpr size_t kDirectCacheTileBytes = size_t{4} << 10;
 inline constexpr size_t kDirectCmaTileBytes = size_t{1} << 20;
+// A direct all-reduce's blocks start on multiples of this many bytes (a cache line): see
+// DirectPhase::allReduceBlocks.
+inline constexpr size_t kDirectBlockAlignBytes = 64;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;
 // Reductions smaller than this (the buffer per rank) do not run direct over CMA: with one system call per

@@ -26,6 +26,7 @@
 #include "coll/op_header.h"
 #include "coll/progress_loop.h"
 #include "coll/reduce_kernels.h"
+#include "coll/ring_schedule.h"
 #include "transport/peer_segment_map.h"
 
 namespace psdp::coll {
@@ -115,6 +116,7 @@ class DirectPhase final : public Phase {
                    transport::Completion DirectChannel::Peer::*received);
   Result<bool> roundDone(transport::Completion DirectChannel::Peer::*sent,
                          transport::Completion DirectChannel::Peer::*received) const;
+  BlockLayout allReduceBlocks() const;
   bool twoRounds() const { return ran_ && args_.kind == OpKind::kAllReduce && uses_cma_; }
   // The bytes of `rank`'s send and recv buffers that peers touch, as every rank offers them.
   size_t offeredSendBytes(int rank) const;

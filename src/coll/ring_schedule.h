@@ -9,29 +9,33 @@
 
 namespace psdp::coll {
 
-// `count` elements as `nblocks` contiguous blocks whose sizes differ by at most one element: the first
-// count % nblocks blocks hold one element more.
+// `count` elements as `nblocks` contiguous blocks that start on multiples of `granule` elements and differ in
+// size by at most `granule` elements: the count is dealt out in whole granules, the first (count / granule) %
+// nblocks blocks holding one granule more, and the last block also takes the count % granule elements left.
+// With granule 1 the blocks differ by at most one element.
 class BlockLayout {
  public:
-  // REQUIRES: nblocks >= 1.
-  BlockLayout(size_t count, int nblocks)
+  // REQUIRES: nblocks >= 1, granule >= 1.
+  BlockLayout(size_t count, int nblocks, size_t granule = 1)
       : count_(count),
         nblocks_(nblocks),
-        base_(count / static_cast<size_t>(nblocks)),
-        extra_(count % static_cast<size_t>(nblocks)) {}
+        granule_(granule),
+        base_(count / granule / static_cast<size_t>(nblocks)),
+        extra_(count / granule % static_cast<size_t>(nblocks)) {}
 
   size_t count() const { return count_; }
   int blocks() const { return nblocks_; }
   // REQUIRES: 0 <= block < blocks().
-  size_t offset(int block) const { return static_cast<size_t>(block) * base_ + std::min(index(block), extra_); }
-  size_t size(int block) const { return base_ + (index(block) < extra_ ? 1 : 0); }
-  size_t maxSize() const { return base_ + (extra_ > 0 ? 1 : 0); }
+  size_t offset(int block) const { return granule_ * (index(block) * base_ + std::min(index(block), extra_)); }
+  size_t size(int block) const { return (block + 1 == nblocks_ ? count_ : offset(block + 1)) - offset(block); }
+  size_t maxSize() const { return std::max(size(0), size(nblocks_ - 1)); }
 
  private:
   static size_t index(int block) { return static_cast<size_t>(block); }
 
   size_t count_;
   int nblocks_;
+  size_t granule_;
   size_t base_;
   size_t extra_;
 };

@@ -70,6 +70,28 @@ TEST(BlockLayoutTest, BlocksAreContiguousAndDifferByAtMostOne) {
   }
 }
 
+TEST(BlockLayoutTest, GranuleAlignedBlocksDifferByAtMostOneGranule) {
+  for (size_t granule : {1, 16, 64}) {
+    for (int n : {1, 2, 3, 5, 7}) {
+      for (size_t count : {0, 1, 15, 16, 17, 100, 1000003, 16777216}) {
+        BlockLayout layout(count, n, granule);
+        size_t next = 0, smallest = count, largest = 0;
+        for (int b = 0; b < n; ++b) {
+          EXPECT_EQ(layout.offset(b), next) << count << " in " << n << " blocks of " << granule;
+          EXPECT_EQ(layout.offset(b) % granule, 0u);
+          EXPECT_LE(layout.size(b), layout.maxSize());
+          smallest = std::min(smallest, layout.size(b));
+          largest = std::max(largest, layout.size(b));
+          next += layout.size(b);
+        }
+        EXPECT_EQ(next, count);
+        EXPECT_EQ(largest, layout.maxSize());
+        EXPECT_LE(largest - smallest, granule) << count << " in " << n << " blocks of " << granule;
+      }
+    }
+  }
+}
+
 TEST(BlockLayoutTest, UniformBlocksWhenTheCountDivides) {
   BlockLayout layout(12, 4);
   for (int b = 0; b < 4; ++b) {
