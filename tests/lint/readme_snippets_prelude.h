@@ -1,0 +1,12 @@
+/* What the README's C snippets use without declaring it: the variables a training program would already have.
+ * tests/lint/check_readme_snippets.py puts each snippet in a function after this. A snippet may declare any of
+ * these again; its own declaration then shadows the one here. */
+#include <psdp/psdp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+psdp_comm_h comm;
+float *grads, *params, *shard;
+size_t n, shard_n;
+int rank, host_id;
