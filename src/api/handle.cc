@@ -34,7 +34,10 @@ Status checkHandle(psdp_comm_h comm, const char* arg_name) {
   if (comm == nullptr) return Status::invalidArgument("{} is NULL", arg_name);
   std::shared_lock lock(registry().mutex);
   if (registry().live.count(comm) == 0) {
-    return Status::invalidUsage("{} is not a live communicator (destroyed, or not made by psdp_comm_init)", arg_name);
+    return Status::invalidUsage(
+        "{} is not a live communicator (destroyed already, or never made by psdp_comm_init, psdp_comm_init_from_env or "
+        "psdp_comm_split)",
+        arg_name);
   }
   return Status::ok();
 }

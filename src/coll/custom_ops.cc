@@ -11,6 +11,20 @@ namespace {
 // Next op value to hand out, shared by every communicator of the process so that values are unique.
 std::atomic<int> next_op{PSDP_NUM_OPS};
 
+// Why `value` is no live premul-sum op of this communicator: unknown unless it is a built-in op or a value
+// this process has handed out (the premul-sum range, [PSDP_NUM_OPS, next_op)).
+Status notLivePremulSum(const char* what, int value) {
+  if (value < 0 || value >= next_op.load(std::memory_order_relaxed)) {
+    return Status::invalidArgument("{}: unknown op {}", what, value);
+  }
+  if (value < PSDP_NUM_OPS) {
+    return Status::invalidArgument("{}: op {} ({}) is built in, not a premul-sum op", what, value,
+                                   opName(static_cast<psdp_op_t>(value)));
+  }
+  return Status::invalidArgument(
+      "{}: op {} is not a live premul-sum op of this communicator (destroyed, or created on another one)", what, value);
+}
+
 }  // namespace
 
 Result<psdp_op_t> CustomOps::createPremulSum(const void* scalar, psdp_dtype_t dtype) {
@@ -31,12 +45,7 @@ Result<psdp_op_t> CustomOps::createPremulSum(const void* scalar, psdp_dtype_t dt
 
 Status CustomOps::destroy(psdp_op_t op) {
   std::lock_guard lock(mutex_);
-  if (ops_.erase(static_cast<int>(op)) == 0) {
-    return Status::invalidArgument(
-        "op {} is not a live premul-sum op of this communicator (built-in, destroyed, "
-        "or created on another communicator)",
-        static_cast<int>(op));
-  }
+  if (ops_.erase(static_cast<int>(op)) == 0) return notLivePremulSum("psdp_op_destroy", static_cast<int>(op));
   return Status::ok();
 }
 
@@ -47,11 +56,7 @@ Result<ReduceKernel> CustomOps::find(const char* what, psdp_dtype_t dtype, psdp_
   if (value < PSDP_NUM_OPS) return findReduceKernel(dtype, op);
   std::lock_guard lock(mutex_);
   auto it = ops_.find(value);
-  if (it == ops_.end()) {
-    return Status::invalidArgument(
-        "{}: op {} is not a live premul-sum op of this communicator (destroyed, or created on another one)", what,
-        value);
-  }
+  if (it == ops_.end()) return notLivePremulSum(what, value);
   if (it->second.dtype != dtype) {
     return Status::invalidArgument("{}: premul-sum op {} was created for {}, not {}", what, value,
                                    dtypeName(it->second.dtype), dtypeName(dtype));

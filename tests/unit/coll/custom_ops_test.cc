@@ -54,7 +54,26 @@ TEST(CustomOpsTest, DestroyedOpsAndOpsOfAnotherTableAreInvalid) {
   EXPECT_EQ(gone.status().code(), PSDP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(gone.status().message().find("not a live premul-sum op"), std::string::npos);
   EXPECT_EQ(ops.destroy(op.value()).code(), PSDP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(ops.destroy(PSDP_SUM).code(), PSDP_ERR_INVALID_ARGUMENT);
+  Status built_in = ops.destroy(PSDP_SUM);
+  EXPECT_EQ(built_in.code(), PSDP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(built_in.message().find("op 0 (sum) is built in"), std::string::npos) << built_in.message();
+}
+
+// A value past every op this process has handed out is unknown, like a negative one: it was never a premul-sum
+// op (PSDP_NUM_OPS itself, before any premul-sum op exists, is such a value).
+TEST(CustomOpsTest, ValuesNeverHandedOutAreUnknownOps) {
+  CustomOps ops;
+  float two = 2.0f;
+  auto op = ops.createPremulSum(&two, PSDP_FLOAT32);
+  ASSERT_TRUE(op.isOk());
+  const int never = static_cast<int>(op.value()) + 1000;
+  auto unknown = ops.find("all-reduce", PSDP_FLOAT32, static_cast<psdp_op_t>(never));
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_EQ(unknown.status().code(), PSDP_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(unknown.status().message(), "all-reduce: unknown op " + std::to_string(never));
+  Status destroy_unknown = ops.destroy(static_cast<psdp_op_t>(never));
+  EXPECT_NE(destroy_unknown.message().find("unknown op"), std::string::npos) << destroy_unknown.message();
+  EXPECT_TRUE(ops.destroy(op.value()).isOk());
 }
 
 TEST(CustomOpsTest, BuiltInOpsAreFoundAndBadValuesRejected) {
