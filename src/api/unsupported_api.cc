@@ -1,6 +1,6 @@
 // The C boundary for calls that are declared but not implemented yet: the same argument checks as the
-// collectives (so that a caller's bug is reported as such first), then unsupported, through the one guard
-// that records the last error. Nothing reaches the communicator.
+// collectives (so that a caller's bug is reported as such first) and the same refusal on a finalized or failed
+// communicator, then unsupported, through the one guard that records the last error. Nothing is posted.
 #include "api/guard.h"
 #include "api/handle.h"
 #include "api/validate.h"
@@ -33,6 +33,7 @@ PSDP_API psdp_status_t psdp_send(const void* sendbuf, size_t count, psdp_dtype_t
     CollectiveArgs args{"send", sendbuf, nullptr,  count,  0,        0, /*send_inside_recv=*/true,
                         dtype,  false,   PSDP_SUM, stream, request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
+    PSDP_RETURN_IF_ERROR(comm->impl->checkUsable(args.name));
     return Status::unsupported(
         "psdp_send is not implemented yet; move point-to-point data with psdp_broadcast or psdp_all_gather");
   });
@@ -46,6 +47,7 @@ PSDP_API psdp_status_t psdp_recv(void* recvbuf, size_t count, psdp_dtype_t dtype
     CollectiveArgs args{"recv", nullptr, recvbuf,  0,      count,    0, /*send_inside_recv=*/true,
                         dtype,  false,   PSDP_SUM, stream, request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
+    PSDP_RETURN_IF_ERROR(comm->impl->checkUsable(args.name));
     return Status::unsupported(
         "psdp_recv is not implemented yet; move point-to-point data with psdp_broadcast or psdp_all_gather");
   });
@@ -60,6 +62,7 @@ PSDP_API psdp_status_t psdp_all_to_all(const void* sendbuf, void* recvbuf, size_
     CollectiveArgs args{"all-to-all", sendbuf, recvbuf,  total,  total,    total, /*send_inside_recv=*/true,
                         dtype,        false,   PSDP_SUM, stream, request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
+    PSDP_RETURN_IF_ERROR(comm->impl->checkUsable(args.name));
     return Status::unsupported(
         "psdp_all_to_all is not implemented yet; for equal blocks, psdp_all_gather of every block and a local "
         "selection gives the same result");
@@ -88,6 +91,7 @@ PSDP_API psdp_status_t psdp_gather(const void* sendbuf, void* recvbuf, size_t se
                         stream,
                         request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
+    PSDP_RETURN_IF_ERROR(comm->impl->checkUsable(args.name));
     return Status::unsupported(
         "psdp_gather is not implemented yet; psdp_all_gather gives every rank, the root included, the same data");
   });

@@ -72,6 +72,10 @@ class Communicator {
   // communicator; not against destruction. A no-op after finalize().
   void abort();
 
+  // Whether `what` (a collective, or anything else that talks to the peers) may run now: invalid usage once
+  // finalized, the recorded error once failed or aborted.
+  Status checkUsable(const char* what) const;
+
   // Where the ranks run (gathered at init; a split communicator keeps its members' part): the mapping and
   // the rank layout for any shard group size. Immutable after creation, so any thread may read it.
   const Placements& placements() const { return placements_; }
@@ -89,8 +93,6 @@ class Communicator {
   Status adoptPlacements(Result<Placements> placements);
   // Connects the transport to every rank's address, then prepares the collectives and the engine.
   Status connectPeers(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline);
-  // Checks that a collective may run now.
-  Status checkUsable(const char* what) const;
   // Queues a posted task; waits for it when request_p is NULL. REQUIRES: checkUsable() passed (the
   // collectives exist).
   Status submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p);

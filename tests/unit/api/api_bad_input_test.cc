@@ -76,7 +76,8 @@ TEST_F(BadInputTest, RequestWaitedTwiceFreedTwiceAndUsedAfterFree) {
   EXPECT_EQ(checkAllReduceWorks(comm_, 0, 1, 2), "");
 }
 
-// A second communicator, finalized and then destroyed: every call on it is refused with invalid usage, the
+// A second communicator, finalized and then destroyed: every call that communicates is refused with invalid
+// usage once it is finalized (the local queries still answer), every call once it is destroyed; the
 // request it completed before stays usable until freed, and the first communicator is unaffected.
 TEST_F(BadInputTest, EveryCallAfterFinalizeAndAfterDestroy) {
   psdp_comm_h other = makeOneRankComm();
@@ -88,6 +89,7 @@ TEST_F(BadInputTest, EveryCallAfterFinalizeAndAfterDestroy) {
   ASSERT_EQ(psdp_comm_finalize(other), PSDP_SUCCESS) << psdp_get_last_error(other);
   for (const std::string& failure : checkDeadHandle(other, /*finalized=*/true))
     ADD_FAILURE() << "finalized: " << failure;
+  for (const std::string& failure : checkQueriesAfterFinalize(other)) ADD_FAILURE() << "finalized: " << failure;
   EXPECT_EQ(checkAllReduceWorks(comm_, 0, 1, 1), "");
 
   ASSERT_EQ(psdp_comm_destroy(other), PSDP_SUCCESS);

@@ -151,7 +151,7 @@ void EntryCases::addCountAndTypeCases(const PremulOps& ops) {
   if (!reduces()) return;
   a = valid();
   a.op = static_cast<psdp_op_t>(1000000);
-  add("unknown op 1000000", a, {"op 1000000"});
+  add("unknown op 1000000", a, {"unknown op 1000000"});
   if (ops.status != PSDP_SUCCESS) {
     // Reported as a case of its own rather than silently skipped.
     out_.push_back(BadCall{"making premul-sum ops for the op cases: " + ops.error,
@@ -261,6 +261,8 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
     psdp_request_h request = nullptr;
     psdp_comm_h newcomm = nullptr;
     psdp_op_t op = PSDP_OP_MAX_ENUM;
+    psdp_state_h state = nullptr;
+    psdp_rank_placement_t placement{};
   };
   Outputs out;
   // Sentinels that are not handles: psdp must not write over them.
@@ -269,6 +271,7 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
   int32_t send[kCount] = {1, 2, 3, 4};
   int32_t recv[kCount * 64] = {};
   float scalar = 2.0f;
+  psdp_buffer_desc_t buffer{"w", send, kCount, PSDP_INT32, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0};
   using Call = std::pair<const char*, std::function<psdp_status_t()>>;
   // Refused on a finalized handle as on a destroyed one.
   std::vector<Call> calls = {
@@ -290,17 +293,21 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
       {"split", [&] { return psdp_comm_split(dead, 0, 0, nullptr, &out.newcomm); }},
       {"op_create_premul_sum", [&] { return psdp_op_create_premul_sum(dead, &scalar, PSDP_FLOAT32, &out.op); }},
       {"finalize", [&] { return psdp_comm_finalize(dead); }},
+      {"op_destroy", [&] { return psdp_op_destroy(dead, PSDP_SUM); }},
+      {"send", [&] { return psdp_send(send, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+      {"recv", [&] { return psdp_recv(recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+      {"all_to_all", [&] { return psdp_all_to_all(send, recv, 1, PSDP_INT32, dead, nullptr, nullptr); }},
+      {"gather", [&] { return psdp_gather(send, recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+      {"state_register", [&] { return psdp_state_register(dead, &buffer, 1, nullptr, &out.state); }},
   };
   if (!finalized) {
+    // The local queries still answer on a finalized communicator (checkQueriesAfterFinalize).
     std::vector<Call> more = {
         {"comm_rank", [&] { return psdp_comm_rank(dead, &out.value); }},
         {"comm_size", [&] { return psdp_comm_size(dead, &out.value); }},
+        {"comm_get_layout", [&] { return psdp_comm_get_layout(dead, 1, &out.value); }},
+        {"comm_get_placement", [&] { return psdp_comm_get_placement(dead, 0, &out.placement); }},
         {"comm_abort", [&] { return psdp_comm_abort(dead); }},
-        {"op_destroy", [&] { return psdp_op_destroy(dead, PSDP_SUM); }},
-        {"send", [&] { return psdp_send(send, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
-        {"recv", [&] { return psdp_recv(recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
-        {"all_to_all", [&] { return psdp_all_to_all(send, recv, 1, PSDP_INT32, dead, nullptr, nullptr); }},
-        {"gather", [&] { return psdp_gather(send, recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
         {"comm_destroy", [&] { return psdp_comm_destroy(dead); }},
     };
     calls.insert(calls.end(), more.begin(), more.end());
@@ -316,11 +323,36 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
     std::string problems;
     if (s != PSDP_ERR_INVALID_USAGE) problems += "returned " + statusName(s) + ", expected invalid usage; ";
     if (!contains(error, word)) problems += std::string("the last error lacks '") + word + "'; ";
-    if (out.value != -7 || out.request != no_request || out.newcomm != no_comm || out.op != PSDP_OP_MAX_ENUM) {
+    if (out.value != -7 || out.request != no_request || out.newcomm != no_comm || out.op != PSDP_OP_MAX_ENUM ||
+        out.state != nullptr || out.placement.host != 0) {
       problems += "wrote an output; ";
     }
     if (!problems.empty()) failures.push_back(std::string(name) + ": " + problems + "last error: '" + error + "'");
   }
+  return failures;
+}
+
+std::vector<std::string> checkQueriesAfterFinalize(psdp_comm_h finalized) {
+  std::vector<std::string> failures;
+  auto expect = [&](const char* call, psdp_status_t s, bool wrote) {
+    if (s != PSDP_SUCCESS) {
+      failures.push_back(std::string(call) + ": returned " + statusName(s) + ": " + psdp_get_last_error(finalized));
+    } else if (!wrote) {
+      failures.push_back(std::string(call) + ": returned success without the answer");
+    }
+  };
+  int rank = -1, size = -1, layout = -1;
+  psdp_rank_placement_t placement{};
+  placement.host = -1;
+  psdp_status_t s = psdp_comm_rank(finalized, &rank);
+  expect("comm_rank", s, rank == 0);
+  s = psdp_comm_size(finalized, &size);
+  expect("comm_size", s, size == 1);
+  s = psdp_comm_get_layout(finalized, 1, &layout);
+  expect("comm_get_layout", s, layout == 0);
+  s = psdp_comm_get_placement(finalized, 0, &placement);
+  expect("comm_get_placement", s, placement.host == 0);
+  expect("comm_abort (does nothing)", psdp_comm_abort(finalized), true);
   return failures;
 }
 

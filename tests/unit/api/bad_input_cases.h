@@ -57,6 +57,10 @@ std::string checkAllReduceWorks(psdp_comm_h comm, int rank, int nranks, int roun
 // each.
 std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized);
 
+// The calls a finalized communicator still answers (psdp.h, psdp_comm_finalize), on a one-rank one: rank, size,
+// layout and placement give their answers, abort does nothing. Returns the failures, one line each.
+std::vector<std::string> checkQueriesAfterFinalize(psdp_comm_h finalized);
+
 // The checks every freed request must pass: free, test, wait and wait with timeout return invalid usage
 // naming the request. Returns the failures.
 std::vector<std::string> checkFreedRequest(psdp_request_h freed);
