@@ -6,7 +6,8 @@
  *
  * Conventions (apply to every function below):
  * - Every call returns psdp_status_t: PSDP_SUCCESS (0), PSDP_IN_PROGRESS (1) or a negative error code.
- *   After an error, psdp_get_last_error() returns a message that names the argument, rank or operation.
+ *   After an error, psdp_get_last_error() returns a message that names the argument, rank or operation
+ *   (which of its two stores holds it: see psdp_get_last_error).
  * - Outputs come last and end in "_p". They are written only on success.
  * - Handles are opaque pointers. A handle is valid from the call that creates it until the call that
  *   destroys it; using it afterwards is undefined (psdp detects it where it can and returns
@@ -18,8 +19,8 @@
  *   "unset": psdp fills them from the PSDP_* environment, then from built-in defaults. A library
  *   newer than the caller backfills fields the caller did not know about the same way.
  * - Thread safety: calls on different communicators may run concurrently. Calls on one communicator
- *   must be issued in the same order on every rank; psdp_get_last_error() and psdp_comm_abort() (later)
- *   may be called from any thread.
+ *   must be issued in the same order on every rank; psdp_get_last_error() and psdp_comm_abort() may be
+ *   called from any thread.
  */
 #ifndef PSDP_PSDP_H_
 #define PSDP_PSDP_H_
@@ -198,10 +199,19 @@ PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, ps
 /* ---------------------------------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------------------------------ */
-/* The message of the last failed call on `comm`, or, for comm == NULL, of the last failed call of this
- * thread that had no communicator (psdp_get_unique_id, psdp_comm_init, argument errors). Returns "" when
- * there is none. The text is copied into storage owned by the calling thread and stays valid until that
- * thread's next psdp_get_last_error call. Thread-safe. */
+/* The message of the last failed call, from one of two stores:
+ * - each live communicator's: every failed call that was given that communicator while it was live records
+ *   its error there, argument errors included (a collective's misaligned buffer, a bad op), and so do the
+ *   request calls of its nonblocking operations while it lives. Any thread may read it with
+ *   psdp_get_last_error(comm).
+ * - each thread's: every other failed call records its error in the calling thread's store, read with
+ *   psdp_get_last_error(NULL) in that thread: calls given NULL, a destroyed communicator or another freed or
+ *   invalid handle (so errors of use after destroy land here), psdp_comm_destroy, psdp_get_unique_id,
+ *   psdp_comm_init and psdp_comm_init_from_env, and the calls on plans, topologies, registered state (but for
+ *   psdp_state_register, which has its communicator) and requests whose communicator is gone.
+ * psdp_get_last_error of a handle that is not a live communicator reads the thread's store. A successful call
+ * changes neither store. Returns "" when there is no error. The text is copied into storage owned by the
+ * calling thread and stays valid until that thread's next psdp_get_last_error call. Thread-safe. */
 PSDP_API const char* psdp_get_last_error(psdp_comm_h comm);
 
 /* ---------------------------------------------------------------------------------------------------
@@ -239,7 +249,11 @@ PSDP_API psdp_status_t psdp_comm_init(int nranks, const psdp_unique_id_t* id, in
 PSDP_API psdp_status_t psdp_comm_init_from_env(const psdp_config_t* config, psdp_comm_h* comm_p);
 
 /* Completes outstanding operations and flushes the transport so that every peer can destroy cleanly.
- * Collective; blocks up to the timeout. After it, only psdp_comm_destroy is allowed. */
+ * Collective; blocks up to the timeout. Afterwards every call that would talk to the peers or add to the
+ * communicator (collectives, point-to-point, psdp_comm_split, psdp_state_register, premul-sum ops,
+ * psdp_comm_finalize again) returns PSDP_ERR_INVALID_USAGE saying it is finalized; the local queries
+ * psdp_comm_rank, psdp_comm_size, psdp_comm_get_layout, psdp_comm_get_placement and psdp_get_last_error
+ * still answer, psdp_comm_abort does nothing, and psdp_comm_destroy frees it. */
 PSDP_API psdp_status_t psdp_comm_finalize(psdp_comm_h comm);
 
 /* Frees every resource of the communicator (threads, endpoints, memory). Local: does not wait for peers.
@@ -277,8 +291,14 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
  * In-place, as in NCCL: reduce-scatter with recvbuf == sendbuf + rank*recvcount, all-gather with
  * sendbuf == recvbuf + rank*sendcount, all-reduce and broadcast with sendbuf == recvbuf. Any other overlap
  * of sendbuf and recvbuf is an invalid argument.
+ * Alignment: sendbuf and recvbuf must be aligned to their element size (2 bytes for float16, 4 for
+ * float32, ...), as the compiler aligns an array of that type; a misaligned one is an invalid argument naming
+ * it ("sendbuf 0x...c01 is not aligned to the 4-byte float32 element"). NULL is allowed only with count 0.
  * Dtypes: all of psdp_dtype_t. Ops: sum, prod, min, max, avg, and premul-sum ops made by
- * psdp_op_create_premul_sum. float16 and bfloat16 reduce in float32 within each step and round once.
+ * psdp_op_create_premul_sum. float16 and bfloat16 reduce in float32 within each step and round once. An op
+ * value that is neither built in nor one this process's psdp_op_create_premul_sum has handed out is an
+ * invalid argument "unknown op N" (PSDP_NUM_OPS too, until a premul-sum op takes that value); a premul-sum op
+ * that was destroyed, made on another communicator or for another dtype is an invalid argument saying so.
  * Errors: invalid argument (names the argument), unsupported, timeout, remote (a peer failed), mismatch.
  * ------------------------------------------------------------------------------------------------ */
 
@@ -516,13 +536,29 @@ PSDP_API psdp_status_t psdp_comm_get_placement(psdp_comm_h comm, int rank, psdp_
  * rounded down to a multiple of L*u (L = G at level group, W at level world), and at least L*u; the last
  * chunk of a space holds the rest. Chunks are numbered in registration order of their first element.
  * Each chunk is split into G group pieces, one per member of a shard group, and at level world each group
- * piece into R = W/G world pieces, one per replica group. Within a chunk, the element counts of any two
- * pieces differ by at most u (the larger pieces come last).
+ * piece into R = W/G world pieces, one per replica group. Pieces are made of whole alignment units: a chunk
+ * of n elements is U = ceil(n/u) units, the last one partial when u does not divide n, and each of its G
+ * group pieces holds floor(U/G) or ceil(U/G) of them, the pieces with more units last (world pieces split
+ * their group piece's units the same way). So every piece starts on a unit, the element counts of any two
+ * pieces of a chunk differ by at most u, and the chunk's last piece, which holds its partial unit, can be
+ * smaller than the one before it: a chunk of 21076 elements with u = 64 is 330 units, pieces of 165 units
+ * each, 10560 and 10516 elements.
  *
  * Rank layout: rank_layout[k*G + g] is member g of shard group k (and so replica k of replica group g); it
  * must be a permutation of [0, W). NULL: contiguous blocks of G ranks (rank r is member r % G of group
  * r / G). The rank at (k, g) owns group piece g of every chunk at level group, world piece (g, k) at level
  * world.
+ *
+ * The teams of a layout: the shard groups are communicators of the ranks layout[k*G + 0 .. k*G + G-1], in
+ * that order, and the replica groups of the ranks layout[0*G + g], layout[1*G + g], ... . With the layout of
+ * psdp_comm_get_layout, the rank at position p = k*G + g (the index of its rank in the layout) makes both
+ * with psdp_comm_split: color k, key g for its shard group; color g, key k for its replica group (README,
+ * "Shard plans", has the whole sequence). Member g of a shard group is then rank g of that communicator, so a
+ * chunk's reduce-scatter and all-gather over it run with count padded_group_piece: block g of the
+ * reduce-scatter input is member g's piece of the chunk (psdp_plan_owned_ranges of that member's world rank),
+ * zero-padded to padded_group_piece elements; the all-gather returns the pieces in the same blocks. At level
+ * group the owned piece is then all-reduced over the replica group; at level world it is reduce-scattered
+ * there with count padded_world_piece, block k being world piece (g, k).
  *
  * Thread safety: a plan is immutable once created; any thread may query it concurrently. Queries never
  * block. Errors are recorded as the last error of the calling thread (psdp_get_last_error(NULL)).
@@ -579,7 +615,8 @@ typedef struct psdp_plan_config {
 #define PSDP_PLAN_CONFIG_INITIALIZER \
   { sizeof(psdp_plan_config_t), PSDP_PLAN_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, PSDP_SHARD_LEVEL_UNSET, 0, 0, 0 }
 
-/* One chunk: one reduce-scatter of gradients and one all-gather of parameters. */
+/* One chunk: one reduce-scatter of gradients and one all-gather of parameters. The dtype and memory kind of
+ * its gradients are its space's (psdp_plan_get_space). */
 typedef struct psdp_plan_chunk {
   size_t space;                   /* its flat space (chunks of one space hold the same dtypes) */
   psdp_dtype_t dtype;             /* of its parameters */
@@ -634,6 +671,37 @@ PSDP_API psdp_status_t psdp_plan_hash(psdp_plan_h plan, uint64_t* hash_p);
 PSDP_API psdp_status_t psdp_plan_chunk_count(psdp_plan_h plan, size_t* count_p);
 PSDP_API psdp_status_t psdp_plan_get_chunk(psdp_plan_h plan, size_t chunk, psdp_plan_chunk_t* chunk_p);
 
+#define PSDP_PLAN_SPACE_MAGIC 0x70737063u /* "pspc" */
+
+/* One flat space (psdp_plan_chunk_t.space): what a caller needs to pack its chunks' gradients and unpack
+ * their parameters, elements of which dtype and in which memory. An output that can grow: initialise it
+ * with PSDP_PLAN_SPACE_INITIALIZER, which records the size the caller compiled against; psdp fills the fields
+ * that fit in that size, so later versions can add fields without breaking older callers. */
+typedef struct psdp_plan_space {
+  size_t size;                         /* sizeof(psdp_plan_space_t) as the caller compiled it */
+  unsigned int magic;                  /* PSDP_PLAN_SPACE_MAGIC */
+  unsigned int version;                /* PSDP_VERSION_CODE the caller compiled against */
+  psdp_dtype_t dtype;                  /* of its parameters */
+  psdp_memory_kind_t memory_kind;      /* of its parameters */
+  int has_gradients;                   /* 1 when gradients are registered; 0: a plan of the parameters alone */
+  psdp_dtype_t grad_dtype;             /* of its gradients (the parameters' when has_gradients is 0) */
+  psdp_memory_kind_t grad_memory_kind; /* of its gradients (the parameters' when has_gradients is 0) */
+  size_t count;                        /* elements: its parameters end to end */
+  size_t align_unit;                   /* u: elements per alignment unit, the grain of its pieces */
+  size_t chunk_count;                  /* chunks of this space */
+} psdp_plan_space_t;
+
+#define PSDP_PLAN_SPACE_INITIALIZER                                                                         \
+  {                                                                                                         \
+    sizeof(psdp_plan_space_t), PSDP_PLAN_SPACE_MAGIC, PSDP_VERSION_CODE, PSDP_FLOAT32, PSDP_MEMORY_HOST, 0, \
+        PSDP_FLOAT32, PSDP_MEMORY_HOST, 0, 0, 0                                                             \
+  }
+
+/* The number of flat spaces, and space `space` in [0, count). Errors: invalid argument (space out of range,
+ * space_p NULL or not initialised with PSDP_PLAN_SPACE_INITIALIZER). */
+PSDP_API psdp_status_t psdp_plan_space_count(psdp_plan_h plan, size_t* count_p);
+PSDP_API psdp_status_t psdp_plan_get_space(psdp_plan_h plan, size_t space, psdp_plan_space_t* space_p);
+
 /* The ranges `rank` owns in chunk `chunk` (or, for PSDP_PLAN_ALL_CHUNKS, in every chunk, in chunk order),
  * ascending, split where a buffer ends. Writes min(capacity, total) ranges to `ranges` (NULL if capacity
  * is 0) and the total to *count_p: call with capacity 0 first to size the array. */
@@ -666,12 +734,19 @@ PSDP_API psdp_status_t psdp_plan_reshard_moves(psdp_plan_h old_plan, psdp_plan_h
  * Registered state
  *
  * A rank registers its training state (parameters, gradients, optimizer state) with the communicator that
- * will move it. Registration is collective: every rank passes the same list (names, counts, dtypes, roles,
- * memory kinds, in the same order; pointers and device indices are each rank's own) and the same plan
- * configuration, and gets the shard plan for W = the communicator's size and its rank layout for G
- * (psdp_comm_get_layout: shard groups inside hosts where G allows). Each optimizer-state buffer must hold the
- * rank's owned element count (psdp_plan_optimizer_state_count: compute it first with psdp_plan_create on the
- * same list and that layout). Buffers are not copied: they must stay valid until psdp_state_deregister.
+ * will move it. Registration is collective: every rank passes the same list (names, dtypes, roles, memory
+ * kinds, in the same order, and the same counts for parameters and gradients; pointers and device indices
+ * are each rank's own) and the same plan configuration, and gets the shard plan for W = the communicator's
+ * size and its rank layout for G (psdp_comm_get_layout: shard groups inside hosts where G allows). The one
+ * count that differs between ranks is that of an optimizer-state buffer: it must be this rank's owned
+ * element count, psdp_plan_optimizer_state_count(plan, rank), which the ranks do not compare. The plan does
+ * not depend on optimizer-state counts (psdp_plan_create does not read them), so the sequence is:
+ *   1. psdp_comm_get_layout(comm, G, layout);
+ *   2. psdp_plan_create on the list, with any count (0) for optimizer state, W and that layout;
+ *   3. psdp_plan_optimizer_state_count(plan, rank, &n); allocate each optimizer-state buffer of n elements
+ *      and set its count to n;
+ *   4. psdp_state_register(comm, the list, ...): its plan equals the one of step 2 (same hash).
+ * Buffers are not copied: they must stay valid until psdp_state_deregister.
  * ------------------------------------------------------------------------------------------------ */
 typedef struct psdp_state* psdp_state_h;
 

@@ -1,5 +1,6 @@
 // The C boundary for standalone shard plans: argument checks and translation to shard::ShardPlan only.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "api/guard.h"
@@ -31,6 +32,25 @@ Status checkRank(const shard::ShardPlan& plan, int rank) {
 Status checkChunk(const shard::ShardPlan& plan, size_t chunk, bool all_allowed) {
   if ((all_allowed && chunk == PSDP_PLAN_ALL_CHUNKS) || chunk < plan.chunks().size()) return Status::ok();
   return Status::invalidArgument("chunk {} is outside [0, {})", chunk, plan.chunks().size());
+}
+
+psdp_memory_kind_t memoryKind(shard::MemoryKind kind) {
+  return static_cast<psdp_memory_kind_t>(static_cast<int>(kind));
+}
+
+// A growable output: the caller's size says how much of psdp_plan_space_t it knows (PSDP_PLAN_SPACE_INITIALIZER).
+Status checkSpaceOut(const psdp_plan_space_t* space_p) {
+  PSDP_RETURN_IF_ERROR(checkOut(space_p, "space_p"));
+  if (space_p->magic != PSDP_PLAN_SPACE_MAGIC) {
+    return Status::invalidArgument(
+        "space_p: magic is {:#x}, not PSDP_PLAN_SPACE_MAGIC: initialise it with PSDP_PLAN_SPACE_INITIALIZER",
+        space_p->magic);
+  }
+  // This version's fields are the first every caller knows.
+  if (space_p->size < sizeof(psdp_plan_space_t)) {
+    return Status::invalidArgument("space_p: size {} is too small for a psdp_plan_space_t", space_p->size);
+  }
+  return Status::ok();
 }
 
 // Writes min(capacity, all.size()) converted entries and the total.
@@ -97,13 +117,40 @@ PSDP_API psdp_status_t psdp_plan_get_chunk(psdp_plan_h plan, size_t chunk, psdp_
     PSDP_RETURN_IF_ERROR(checkOut(chunk_p, "chunk_p"));
     const shard::Chunk& c = plan->impl.chunks()[chunk];
     const shard::Space& space = plan->impl.spaces()[c.space];
-    *chunk_p = psdp_plan_chunk_t{static_cast<size_t>(c.space),
-                                 space.dtype,
-                                 static_cast<psdp_memory_kind_t>(static_cast<int>(space.memory)),
-                                 c.begin,
-                                 c.count,
-                                 c.padded_group_piece,
-                                 c.padded_world_piece};
+    *chunk_p =
+        psdp_plan_chunk_t{static_cast<size_t>(c.space), space.dtype,         memoryKind(space.memory), c.begin, c.count,
+                          c.padded_group_piece,         c.padded_world_piece};
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_plan_space_count(psdp_plan_h plan, size_t* count_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
+    PSDP_RETURN_IF_ERROR(checkOut(count_p, "count_p"));
+    *count_p = plan->impl.spaces().size();
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_plan_get_space(psdp_plan_h plan, size_t space, psdp_plan_space_t* space_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
+    const std::vector<shard::Space>& spaces = plan->impl.spaces();
+    if (space >= spaces.size()) return Status::invalidArgument("space {} is outside [0, {})", space, spaces.size());
+    PSDP_RETURN_IF_ERROR(checkSpaceOut(space_p));
+    const shard::Space& s = spaces[space];
+    psdp_plan_space_t out = *space_p;
+    out.dtype = s.dtype;
+    out.memory_kind = memoryKind(s.memory);
+    out.has_gradients = s.grad_dtype.has_value() ? 1 : 0;
+    out.grad_dtype = s.grad_dtype.value_or(s.dtype);
+    out.grad_memory_kind = memoryKind(s.grad_memory.value_or(s.memory));
+    out.count = s.size();
+    out.align_unit = s.unit;
+    out.chunk_count = s.chunks.size();
+    // A caller compiled against a later header, whose struct is longer, keeps the fields this version lacks.
+    std::memcpy(space_p, &out, sizeof(out));
     return Status::ok();
   });
 }

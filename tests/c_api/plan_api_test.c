@@ -43,6 +43,10 @@ static void test_abi(void) {
   CHECK(sizeof(psdp_owned_range_t) == 24);
   CHECK(sizeof(psdp_reshard_move_t) == 32);
   CHECK(sizeof(psdp_plan_chunk_t) == 48);
+  CHECK(offsetof(psdp_plan_space_t, dtype) == 16);
+  CHECK(offsetof(psdp_plan_space_t, count) == 40);
+  CHECK(offsetof(psdp_plan_space_t, chunk_count) == 56);
+  CHECK(sizeof(psdp_plan_space_t) == 64);
 }
 
 static psdp_plan_h create(int world_size, int group_size, int level, size_t chunk_bytes) {
@@ -110,6 +114,47 @@ static void test_queries(void) {
   CHECK_ERROR(psdp_plan_free(same), PSDP_ERR_INVALID_USAGE, NULL, "plan");
   CHECK_ERROR(psdp_plan_hash(same, &h2), PSDP_ERR_INVALID_USAGE, NULL, "plan");
   CHECK(psdp_plan_free(plan) == PSDP_SUCCESS);
+}
+
+/* What packing a chunk needs beyond psdp_plan_chunk_t: its space's gradient dtype. bfloat16 parameters with
+ * float32 gradients; a plan without gradients reports the parameters' dtype for both. */
+static void test_spaces(void) {
+  psdp_plan_h plan = create(8, 4, PSDP_SHARD_LEVEL_GROUP, 64 * 1024);
+  psdp_plan_h params_only = NULL;
+  psdp_plan_space_t space = PSDP_PLAN_SPACE_INITIALIZER;
+  psdp_plan_space_t longer[2];
+  size_t spaces = 0, chunks = 0;
+  if (plan == NULL) return;
+  CHECK(psdp_plan_space_count(plan, &spaces) == PSDP_SUCCESS && spaces == 1);
+  CHECK(psdp_plan_chunk_count(plan, &chunks) == PSDP_SUCCESS);
+  CHECK(psdp_plan_get_space(plan, 0, &space) == PSDP_SUCCESS);
+  CHECK(space.dtype == PSDP_BFLOAT16 && space.memory_kind == PSDP_MEMORY_HOST);
+  CHECK(space.has_gradients == 1 && space.grad_dtype == PSDP_FLOAT32 && space.grad_memory_kind == PSDP_MEMORY_HOST);
+  CHECK(space.count == 100000 + 896 && space.chunk_count == chunks);
+  CHECK(space.align_unit == 256 / 2); /* 256-byte alignment in the narrower dtype, bfloat16 */
+  CHECK(space.size == sizeof(psdp_plan_space_t) && space.magic == PSDP_PLAN_SPACE_MAGIC);
+  /* A caller built against a later, longer struct keeps what this version does not know. */
+  memset(longer, 0x5a, sizeof(longer));
+  longer[0].size = sizeof(longer);
+  longer[0].magic = PSDP_PLAN_SPACE_MAGIC;
+  CHECK(psdp_plan_get_space(plan, 0, &longer[0]) == PSDP_SUCCESS && longer[0].grad_dtype == PSDP_FLOAT32);
+  CHECK(((const unsigned char*)&longer[1])[0] == 0x5a && longer[0].size == sizeof(longer));
+  CHECK_ERROR(psdp_plan_get_space(plan, 1, &space), PSDP_ERR_INVALID_ARGUMENT, NULL, "space 1");
+  CHECK_ERROR(psdp_plan_get_space(plan, 0, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "space_p");
+  space.magic = 0;
+  CHECK_ERROR(psdp_plan_get_space(plan, 0, &space), PSDP_ERR_INVALID_ARGUMENT, NULL, "PSDP_PLAN_SPACE_INITIALIZER");
+  space.magic = PSDP_PLAN_SPACE_MAGIC;
+  space.size = 8;
+  CHECK_ERROR(psdp_plan_get_space(plan, 0, &space), PSDP_ERR_INVALID_ARGUMENT, NULL, "size 8");
+  CHECK_ERROR(psdp_plan_space_count(plan, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "count_p");
+  CHECK(psdp_plan_free(plan) == PSDP_SUCCESS);
+
+  CHECK(psdp_plan_create(buffers, 2, 8, NULL, NULL, &params_only) == PSDP_SUCCESS);
+  if (params_only == NULL) return;
+  space.size = sizeof(space);
+  CHECK(psdp_plan_get_space(params_only, 0, &space) == PSDP_SUCCESS);
+  CHECK(space.has_gradients == 0 && space.grad_dtype == PSDP_BFLOAT16 && space.dtype == PSDP_BFLOAT16);
+  CHECK(psdp_plan_free(params_only) == PSDP_SUCCESS);
 }
 
 static void test_reshard(void) {
@@ -198,6 +243,7 @@ int main(void) {
   make_buffers();
   test_abi();
   test_queries();
+  test_spaces();
   test_reshard();
   test_bad_arguments();
   test_older_config();

@@ -5,8 +5,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 psdp_comm_h comm;
 float *grads, *params, *shard;
 size_t n, shard_n;
 int rank, host_id;
+/* What a later snippet takes from an earlier one (README's sharded-state recipe). */
+psdp_plan_h plan;
+psdp_comm_h shard_comm, replica_comm;
+int* layout;
+int G, p;
+size_t c;
