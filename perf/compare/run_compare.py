@@ -155,6 +155,13 @@ def mpi_once(args, binary, coll, config, in_place):
     return result
 
 
+def nominal(size, sizes):
+    """The size of `sizes` that a reported size stands for: at rank counts that do not divide a size, the
+    benchmarks round the vector down to a whole number of elements per rank (16M at 3 ranks runs 16M - 4)."""
+    best = min(sizes, key=lambda s: abs(s - size))
+    return best if abs(best - size) * 100 < best else None
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -227,6 +234,7 @@ def main():
             for m in modes:
                 for c in COLLS:
                     for size, both in psdp_once(args, c, tmp, m).items():
+                        size = nominal(size, sizes)
                         for place in (0, 1):
                             if size in psdp[(m, c, place)]:
                                 psdp[(m, c, place)][size].append(both[place])
@@ -240,6 +248,7 @@ def main():
                     for c in COLLS:
                         for place in (0, 1):
                             for size, bw in mpi_once(args, binary, c, cfg, place).items():
+                                size = nominal(size, sizes)
                                 if size in mpi[(cfg, c, place)]:
                                     mpi[(cfg, c, place)][size].append(bw)
 

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs the README's two commands (scripts/run.sh, then scripts/test.sh) in a clean Debian 12 root, as on a
+# fresh machine: debootstrap builds a minimal bookworm root with this machine's package sources, the checkout's
+# files (tracked and untracked, not ignored, so uncommitted work counts) are copied in, and the commands run
+# under chroot with a clean environment, /proc, /sys, /dev and /dev/shm bind-mounted. It catches a package
+# that scripts/setup.sh forgets to install because this machine happens to have it. It checks the userland
+# only (the kernel is this machine's) and takes a while (40-60 minutes on 2 cores), so it is a gate run by
+# hand before resolving work that touches dependencies, not a CI stage. Needs root.
+#   scripts/fresh-check.sh [root-dir]        (default /var/tmp/psdp-fresh-root, recreated each run)
+# Environment: FRESH_KEEP=1 keeps the root afterwards (it is kept anyway when a command fails);
+#              FRESH_MIRROR, the Debian mirror for debootstrap (default http://deb.debian.org/debian).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+root=${1:-/var/tmp/psdp-fresh-root}
+mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
+[[ $(id -u) -eq 0 ]] || { echo "fresh-check: needs root (debootstrap, mount, chroot)" >&2; exit 2; }
+
+stage() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  echo "=== fresh-check: $name"
+  "$@"
+  echo "=== fresh-check: $name took $((SECONDS - start)) s"
+}
+
+mounted=()
+unmount_all() {
+  local i
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[i]}" 2>/dev/null || true; done
+  mounted=()
+}
+finish() {
+  local rc=$?
+  unmount_all
+  if [[ $rc -eq 0 && -z "${FRESH_KEEP:-}" ]]; then
+    rm -rf --one-file-system "$root"
+  else
+    echo "fresh-check: the root stays at $root"
+  fi
+  echo "=== fresh-check: $([[ $rc -eq 0 ]] && echo passed || echo "FAILED ($rc)") in $((SECONDS - total_start)) s"
+}
+
+make_root() {
+  command -v debootstrap >/dev/null || {
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  }
+  local dir
+  for dir in dev/shm dev sys proc; do umount -l "$root/$dir" 2>/dev/null || true; done  # an interrupted run's
+  rm -rf --one-file-system "$root"
+  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+    { tail -n 20 "$root.debootstrap.log"; return 1; }
+  rm -f "$root.debootstrap.log"
+  # The same package sources as this machine, so that versions match what CI installs.
+  if [[ -d /etc/apt/sources.list.d ]]; then
+    cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null && rm -f "$root/etc/apt/sources.list"
+  fi
+  cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+}
+
+copy_checkout() {
+  mkdir -p "$root/work/psdp"
+  git -C "$repo" ls-files -z --cached --others --exclude-standard |
+    (cd "$repo" && tar --null --ignore-failed-read -T - -cf -) | tar -x -C "$root/work/psdp"
+}
+
+mount_system() {
+  local dir
+  for dir in proc sys dev dev/shm; do
+    mkdir -p "$root/$dir"
+    mount --bind "/$dir" "$root/$dir"
+    mounted+=("$root/$dir")
+  done
+}
+
+in_root() {
+  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    bash -c "cd /work/psdp && $1"
+}
+
+total_start=$SECONDS
+trap finish EXIT
+stage "debootstrap bookworm into $root" make_root
+stage "copy the checkout" copy_checkout
+mount_system
+stage "scripts/run.sh" in_root scripts/run.sh
+stage "scripts/test.sh" in_root scripts/test.sh
