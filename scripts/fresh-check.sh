@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Runs the README's two commands (scripts/run.sh, then scripts/test.sh) in a clean Debian 12 root, as on a
-# fresh machine: debootstrap builds a minimal bookworm root with this machine's package sources, the checkout's
+# fresh machine: debootstrap builds a minimal bookworm root with Debian's bookworm, bookworm-updates and
+# bookworm-security sources and the files every installed Debian has (/etc/hosts), the checkout's
 # files (tracked and untracked, not ignored, so uncommitted work counts) are copied in, and the commands run
 # under chroot with a clean environment, /proc, /sys, /dev and /dev/shm bind-mounted. It catches a package
 # that scripts/setup.sh forgets to install because this machine happens to have it. It checks the userland
 # only (the kernel is this machine's) and takes a while (40-60 minutes on 2 cores), so it is a gate run by
 # hand before resolving work that touches dependencies, not a CI stage. Needs root.
-#   scripts/fresh-check.sh [root-dir]        (default /var/tmp/psdp-fresh-root, recreated each run)
+#   scripts/fresh-check.sh [root-dir]        (default /var/tmp/psdp-fresh-root, recreated each run; a directory
+#                                            that exists must be one this script made: it holds its marker)
 # Environment: FRESH_KEEP=1 keeps the root afterwards (it is kept anyway when a command fails);
 #              FRESH_MIRROR, the Debian mirror for debootstrap (default http://deb.debian.org/debian).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 root=${1:-/var/tmp/psdp-fresh-root}
 mirror=${FRESH_MIRROR:-http://deb.debian.org/debian}
+marker=.psdp-fresh-root
 [[ $(id -u) -eq 0 ]] || { echo "fresh-check: needs root (debootstrap, mount, chroot)" >&2; exit 2; }
 
 stage() {
@@ -46,31 +49,43 @@ make_root() {
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
   }
-  local dir
-  for dir in dev/shm dev sys proc; do umount -l "$root/$dir" 2>/dev/null || true; done  # an interrupted run's
-  rm -rf --one-file-system "$root"
+  if [[ -e "$root" ]]; then
+    [[ -f "$root/$marker" ]] || { echo "fresh-check: $root exists and is not a root this script made" >&2; return 1; }
+    local dir
+    for dir in dev/shm dev/pts dev sys proc; do umount -l "$root/$dir" 2>/dev/null || true; done  # an interrupted run's
+    rm -rf --one-file-system "$root"
+  fi
+  mkdir -p "$root"
+  touch "$root/$marker"
   debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
     { tail -n 20 "$root.debootstrap.log"; return 1; }
   rm -f "$root.debootstrap.log"
-  # The same package sources as this machine, so that versions match what CI installs.
-  if [[ -d /etc/apt/sources.list.d ]]; then
-    cp /etc/apt/sources.list.d/*.sources "$root/etc/apt/sources.list.d/" 2>/dev/null && rm -f "$root/etc/apt/sources.list"
-  fi
+  # What an installed Debian 12 has and debootstrap leaves out: all three suites, and the hosts file that
+  # resolves localhost.
+  cat >"$root/etc/apt/sources.list" <<SOURCES
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb http://security.debian.org/debian-security bookworm-security main
+SOURCES
+  printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" \
+    >"$root/etc/hosts"
   cp -L /etc/resolv.conf "$root/etc/resolv.conf"
 }
 
 copy_checkout() {
   mkdir -p "$root/work/psdp"
-  git -C "$repo" ls-files -z --cached --others --exclude-standard |
+  git -c safe.directory="$repo" -C "$repo" ls-files -z --cached --others --exclude-standard |
     (cd "$repo" && tar --null --ignore-failed-read -T - -cf -) | tar -x -C "$root/work/psdp"
 }
 
 mount_system() {
   local dir
-  for dir in proc sys dev dev/shm; do
+  for dir in proc sys dev dev/pts dev/shm; do
     mkdir -p "$root/$dir"
     mount --bind "/$dir" "$root/$dir"
     mounted+=("$root/$dir")
+    # Slave, so that the mounts below it made here never propagate back to this machine's own tree.
+    mount --make-rslave "$root/$dir"
   done
 }
 

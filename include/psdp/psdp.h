@@ -261,11 +261,13 @@ PSDP_API psdp_status_t psdp_comm_finalize(psdp_comm_h comm);
 PSDP_API psdp_status_t psdp_comm_destroy(psdp_comm_h comm);
 
 /* Fails the communicator now, for a caller that gives up on it (a watchdog, a signal, an error elsewhere):
- * every pending or blocked operation of comm completes with PSDP_ERR_ABORTED, every later call on it except
- * psdp_comm_destroy returns PSDP_ERR_ABORTED, and the peers are told, so that their operations fail with
+ * every pending or blocked operation of comm completes with PSDP_ERR_ABORTED, every later call on it that
+ * would talk to the peers (those psdp_comm_finalize lists, finalize itself included) returns PSDP_ERR_ABORTED
+ * while the local queries and premul-sum ops still answer, and the peers are told, so that their operations fail with
  * PSDP_ERR_REMOTE naming this rank instead of waiting for their timeout. Local and non-blocking (it waits
  * at most ~0.1 s for the notices to leave). Safe from any thread, also while another thread is blocked in
- * a call on comm; not concurrently with psdp_comm_destroy of comm. Calling it again is harmless. */
+ * a call on comm (psdp_comm_finalize too); not concurrently with psdp_comm_destroy of comm. Calling it again is
+ * harmless. */
 PSDP_API psdp_status_t psdp_comm_abort(psdp_comm_h comm);
 
 PSDP_API psdp_status_t psdp_comm_rank(psdp_comm_h comm, int* rank_p);
@@ -555,10 +557,13 @@ PSDP_API psdp_status_t psdp_comm_get_placement(psdp_comm_h comm, int rank, psdp_
  * with psdp_comm_split: color k, key g for its shard group; color g, key k for its replica group (README,
  * "Shard plans", has the whole sequence). Member g of a shard group is then rank g of that communicator, so a
  * chunk's reduce-scatter and all-gather over it run with count padded_group_piece: block g of the
- * reduce-scatter input is member g's piece of the chunk (psdp_plan_owned_ranges of that member's world rank),
- * zero-padded to padded_group_piece elements; the all-gather returns the pieces in the same blocks. At level
- * group the owned piece is then all-reduced over the replica group; at level world it is reduce-scattered
- * there with count padded_world_piece, block k being world piece (g, k).
+ * reduce-scatter input is group piece g of the chunk, zero-padded to padded_group_piece elements; the
+ * all-gather returns the pieces in the same blocks. At level group, group piece g is what member g owns
+ * (psdp_plan_owned_ranges of its world rank), and it is then all-reduced over the replica group. At level
+ * world a rank owns only its world piece (g, k); group piece g is world pieces (g, 0), ..., (g, R-1) end to end,
+ * the owned ranges of ranks layout[0*G + g], layout[1*G + g], ..., and after the shard group's reduce-scatter it
+ * is reduce-scattered over the replica group with count padded_world_piece, block k being world piece (g, k)
+ * zero-padded.
  *
  * Thread safety: a plan is immutable once created; any thread may query it concurrently. Queries never
  * block. Errors are recorded as the last error of the calling thread (psdp_get_last_error(NULL)).
@@ -686,6 +691,7 @@ typedef struct psdp_plan_space {
   int has_gradients;                   /* 1 when gradients are registered; 0: a plan of the parameters alone */
   psdp_dtype_t grad_dtype;             /* of its gradients (the parameters' when has_gradients is 0) */
   psdp_memory_kind_t grad_memory_kind; /* of its gradients (the parameters' when has_gradients is 0) */
+  int reserved;                        /* 0; keeps count 8-byte aligned without a hidden hole */
   size_t count;                        /* elements: its parameters end to end */
   size_t align_unit;                   /* u: elements per alignment unit, the grain of its pieces */
   size_t chunk_count;                  /* chunks of this space */
@@ -694,7 +700,7 @@ typedef struct psdp_plan_space {
 #define PSDP_PLAN_SPACE_INITIALIZER                                                                         \
   {                                                                                                         \
     sizeof(psdp_plan_space_t), PSDP_PLAN_SPACE_MAGIC, PSDP_VERSION_CODE, PSDP_FLOAT32, PSDP_MEMORY_HOST, 0, \
-        PSDP_FLOAT32, PSDP_MEMORY_HOST, 0, 0, 0                                                             \
+        PSDP_FLOAT32, PSDP_MEMORY_HOST, 0, 0, 0, 0                                                          \
   }
 
 /* The number of flat spaces, and space `space` in [0, count). Errors: invalid argument (space out of range,

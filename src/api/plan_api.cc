@@ -1,5 +1,6 @@
 // The C boundary for standalone shard plans: argument checks and translation to shard::ShardPlan only.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -38,6 +39,11 @@ psdp_memory_kind_t memoryKind(shard::MemoryKind kind) {
   return static_cast<psdp_memory_kind_t>(static_cast<int>(kind));
 }
 
+// The size of psdp_plan_space_t in the first version that had it: every caller knows at least these fields.
+// Later versions append fields; a caller compiled against this one still passes this size.
+constexpr size_t kPlanSpaceFirstSize = offsetof(psdp_plan_space_t, chunk_count) + sizeof(size_t);
+static_assert(kPlanSpaceFirstSize == 64, "psdp_plan_space_t's first fields are part of the ABI");
+
 // A growable output: the caller's size says how much of psdp_plan_space_t it knows (PSDP_PLAN_SPACE_INITIALIZER).
 Status checkSpaceOut(const psdp_plan_space_t* space_p) {
   PSDP_RETURN_IF_ERROR(checkOut(space_p, "space_p"));
@@ -46,8 +52,7 @@ Status checkSpaceOut(const psdp_plan_space_t* space_p) {
         "space_p: magic is {:#x}, not PSDP_PLAN_SPACE_MAGIC: initialise it with PSDP_PLAN_SPACE_INITIALIZER",
         space_p->magic);
   }
-  // This version's fields are the first every caller knows.
-  if (space_p->size < sizeof(psdp_plan_space_t)) {
+  if (space_p->size < kPlanSpaceFirstSize) {
     return Status::invalidArgument("space_p: size {} is too small for a psdp_plan_space_t", space_p->size);
   }
   return Status::ok();
@@ -117,9 +122,15 @@ PSDP_API psdp_status_t psdp_plan_get_chunk(psdp_plan_h plan, size_t chunk, psdp_
     PSDP_RETURN_IF_ERROR(checkOut(chunk_p, "chunk_p"));
     const shard::Chunk& c = plan->impl.chunks()[chunk];
     const shard::Space& space = plan->impl.spaces()[c.space];
-    *chunk_p =
-        psdp_plan_chunk_t{static_cast<size_t>(c.space), space.dtype,         memoryKind(space.memory), c.begin, c.count,
-                          c.padded_group_piece,         c.padded_world_piece};
+    psdp_plan_chunk_t out{};
+    out.space = static_cast<size_t>(c.space);
+    out.dtype = space.dtype;
+    out.memory_kind = memoryKind(space.memory);
+    out.offset = c.begin;
+    out.count = c.count;
+    out.padded_group_piece = c.padded_group_piece;
+    out.padded_world_piece = c.padded_world_piece;
+    *chunk_p = out;
     return Status::ok();
   });
 }
@@ -140,7 +151,10 @@ PSDP_API psdp_status_t psdp_plan_get_space(psdp_plan_h plan, size_t space, psdp_
     if (space >= spaces.size()) return Status::invalidArgument("space {} is outside [0, {})", space, spaces.size());
     PSDP_RETURN_IF_ERROR(checkSpaceOut(space_p));
     const shard::Space& s = spaces[space];
-    psdp_plan_space_t out = *space_p;
+    psdp_plan_space_t out{};
+    out.size = space_p->size;
+    out.magic = space_p->magic;
+    out.version = space_p->version;
     out.dtype = s.dtype;
     out.memory_kind = memoryKind(s.memory);
     out.has_gradients = s.grad_dtype.has_value() ? 1 : 0;
@@ -149,8 +163,9 @@ PSDP_API psdp_status_t psdp_plan_get_space(psdp_plan_h plan, size_t space, psdp_
     out.count = s.size();
     out.align_unit = s.unit;
     out.chunk_count = s.chunks.size();
-    // A caller compiled against a later header, whose struct is longer, keeps the fields this version lacks.
-    std::memcpy(space_p, &out, sizeof(out));
+    // Only the fields the caller knows: an older caller's struct may be shorter than this version's, and a
+    // newer caller's longer one keeps the fields this version lacks.
+    std::memcpy(space_p, &out, std::min(space_p->size, sizeof(out)));
     return Status::ok();
   });
 }

@@ -166,8 +166,20 @@ Status Communicator::barrier(std::shared_ptr<Request>* request_p) {
 void Communicator::abort() {
   // Only the engine and the transport are touched: both are thread-safe, while state_ belongs to the
   // thread making calls, which learns of the abort from the engine (checkUsable, or its operation's status).
+  std::shared_lock lifetime(engine_lifetime_);
   if (!engine_) return;
   engine_->abort(Status::aborted("rank {} aborted the communicator (psdp_comm_abort)", rank_));
+}
+
+// Once finalize() has freed the engine every request is done: finalize's barrier ran behind them.
+bool Communicator::test(Request& request) {
+  std::shared_lock lifetime(engine_lifetime_);
+  return engine_ ? engine_->test(request) : request.isDone();
+}
+
+bool Communicator::wait(Request& request, const Deadline& until) {
+  std::shared_lock lifetime(engine_lifetime_);
+  return engine_ ? engine_->wait(request, until) == WaitResult::kDone : request.isDone();
 }
 
 Status Communicator::finalize() {
@@ -176,7 +188,10 @@ Status Communicator::finalize() {
   // any request still outstanding, it also lets those complete first.
   PSDP_RETURN_IF_ERROR(barrier());
   Deadline deadline = Deadline::after(config_.timeout_s);
-  engine_.reset();
+  {
+    std::unique_lock lifetime(engine_lifetime_);
+    engine_.reset();
+  }
   collectives_.reset();
   Status closed = transport_->close(deadline);
   state_ = State::kFinalized;

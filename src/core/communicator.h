@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -54,8 +55,8 @@ class Communicator {
   // Requests of this communicator's collectives. Thread-safe. test: never blocks, true once done.
   // wait: false when `until` passed first (the request stays valid); the communicator's timeout applies to
   // each operation independently of `until`.
-  bool test(Request& request) { return engine_->test(request); }
-  bool wait(Request& request, const Deadline& until) { return engine_->wait(request, until) == WaitResult::kDone; }
+  bool test(Request& request);
+  bool wait(Request& request, const Deadline& until);
 
   // Collective over this communicator: ranks with the same color (>= 0) form a new communicator ordered by
   // (key, rank here); color PSDP_SPLIT_NOCOLOR yields nullptr. The new one has its own transport (UCX worker),
@@ -109,6 +110,9 @@ class Communicator {
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<coll::Collectives> collectives_;
   std::unique_ptr<CollEngine> engine_;
+  // Held shared by the calls other threads may make while the posting thread finalizes (abort, test, wait),
+  // exclusively by finalize() while it frees the engine.
+  mutable std::shared_mutex engine_lifetime_;
   State state_ = State::kActive;
   Status failure_;
 };

@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "base/log.h"
 #include "topo/hwloc_handle.h"
 #include "topo/hwloc_import.h"
 
@@ -16,12 +17,12 @@ Result<Topology> discoverWithHwloc() {
   PSDP_ASSIGN_OR_RETURN(HwlocTopology hwloc, makeHwlocTopology(HWLOC_TYPE_FILTER_KEEP_IMPORTANT));
   // On Linux, hwloc's own sysfs backend finds every PCI function with its class and ids; the libpciaccess
   // plugin (Debian's libhwloc-plugins) adds nothing here but time and a leak inside libpciaccess on every load.
-  // Without that package no component is named "pci" and hwloc refuses to exclude it with EINVAL (the only
-  // error it gives for valid flags before load): then there is nothing to exclude.
+  // Excluding it is an optimisation, never a reason to fail: without that package no component is named
+  // "pci" and hwloc refuses with EINVAL, and then there is nothing to exclude.
   errno = 0;
-  if (hwloc_topology_set_components(hwloc.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci") != 0 &&
-      errno != EINVAL) {
-    return hwlocCheck(-1, "hwloc_topology_set_components");
+  if (hwloc_topology_set_components(hwloc.get(), HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci") != 0) {
+    processLog().debug("hwloc's pci component not excluded ({}); discovery goes on",
+                       hwlocCheck(-1, "hwloc_topology_set_components").toString());
   }
   errno = 0;
   PSDP_RETURN_IF_ERROR(hwlocCheck(hwloc_topology_load(hwloc.get()), "hwloc_topology_load"));

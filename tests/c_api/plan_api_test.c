@@ -44,6 +44,7 @@ static void test_abi(void) {
   CHECK(sizeof(psdp_reshard_move_t) == 32);
   CHECK(sizeof(psdp_plan_chunk_t) == 48);
   CHECK(offsetof(psdp_plan_space_t, dtype) == 16);
+  CHECK(offsetof(psdp_plan_space_t, reserved) == 36);
   CHECK(offsetof(psdp_plan_space_t, count) == 40);
   CHECK(offsetof(psdp_plan_space_t, chunk_count) == 56);
   CHECK(sizeof(psdp_plan_space_t) == 64);

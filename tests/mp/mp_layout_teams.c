@@ -31,6 +31,7 @@ struct job {
   psdp_plan_h plan;
   psdp_comm_h shard_comm, replica_comm;
   int position;
+  float* optimizer_state[2]; /* registered: freed only after psdp_state_deregister */
 };
 
 /* Steps 1-4 of the header's registered-state sequence, then the two splits. */
@@ -53,7 +54,8 @@ static int set_up(struct job* job, uint16_t* weights, float* grads, psdp_state_h
   if (job->plan == NULL) return 0;
   CHECK(psdp_plan_optimizer_state_count(job->plan, job->me, &owned) == PSDP_SUCCESS);
   for (i = 2; i < 4; ++i) {
-    state[i].ptr = calloc(owned > 0 ? owned : 1, sizeof(float));
+    job->optimizer_state[i - 2] = calloc(owned > 0 ? owned : 1, sizeof(float));
+    state[i].ptr = job->optimizer_state[i - 2];
     state[i].count = owned;
   }
   CHECK(psdp_state_register(job->comm, state, 4, &plan_config, registered) == PSDP_SUCCESS);
@@ -63,9 +65,10 @@ static int set_up(struct job* job, uint16_t* weights, float* grads, psdp_state_h
     CHECK(planned == got);
     psdp_plan_free(registered_plan);
   }
-  for (i = 2; i < 4; ++i) free(state[i].ptr);
 
-  while (job->layout[job->position] != job->me) ++job->position;
+  while (job->position < job->nranks && job->layout[job->position] != job->me) ++job->position;
+  CHECK(job->position < job->nranks);
+  if (job->position == job->nranks) return 0;
   CHECK(psdp_comm_split(job->comm, job->position / job->group, job->position % job->group, NULL, &job->shard_comm) ==
         PSDP_SUCCESS);
   CHECK(psdp_comm_split(job->comm, job->position % job->group, job->position / job->group, NULL, &job->replica_comm) ==
@@ -85,6 +88,7 @@ static int member(const struct job* job, int j) {
 static size_t ranges_of(const struct job* job, int j, size_t c, psdp_owned_range_t* ranges, size_t* nranges) {
   size_t r, count = 0;
   CHECK(psdp_plan_owned_ranges(job->plan, member(job, j), c, ranges, 16, nranges) == PSDP_SUCCESS && *nranges <= 16);
+  if (*nranges > 16) *nranges = 16;
   for (r = 0; r < *nranges; ++r) count += ranges[r].count;
   return count;
 }
@@ -152,7 +156,7 @@ int main(void) {
   }
   psdp_comm_rank(job.comm, &job.me);
   psdp_comm_size(job.comm, &job.nranks);
-  job.layout = malloc((size_t)job.nranks * sizeof(int));
+  job.layout = calloc((size_t)job.nranks, sizeof(int));
   uint16_t* weights = calloc(COUNT, sizeof(uint16_t));
   float* grads = malloc(COUNT * sizeof(float));
   for (i = 0; i < COUNT; ++i) grads[i] = grad_of(job.me, i);
@@ -166,6 +170,9 @@ int main(void) {
       for (c = 0; c < chunks; ++c) run_chunk(&job, grads, c);
     }
     if (registered != NULL) psdp_state_deregister(registered);
+    free(job.optimizer_state[0]);
+    free(job.optimizer_state[1]);
+    job.optimizer_state[0] = job.optimizer_state[1] = NULL;
     if (job.plan != NULL) psdp_plan_free(job.plan);
     job.plan = NULL;
     if (job.shard_comm != NULL) {

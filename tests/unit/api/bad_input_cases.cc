@@ -262,7 +262,7 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
     psdp_comm_h newcomm = nullptr;
     psdp_op_t op = PSDP_OP_MAX_ENUM;
     psdp_state_h state = nullptr;
-    psdp_rank_placement_t placement{};
+    psdp_rank_placement_t placement{-7, -7, -7, -7, {}, {}, PSDP_PATH_LOC};
   };
   Outputs out;
   // Sentinels that are not handles: psdp must not write over them.
@@ -324,7 +324,7 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
     if (s != PSDP_ERR_INVALID_USAGE) problems += "returned " + statusName(s) + ", expected invalid usage; ";
     if (!contains(error, word)) problems += std::string("the last error lacks '") + word + "'; ";
     if (out.value != -7 || out.request != no_request || out.newcomm != no_comm || out.op != PSDP_OP_MAX_ENUM ||
-        out.state != nullptr || out.placement.host != 0) {
+        out.state != nullptr || out.placement.host != -7) {
       problems += "wrote an output; ";
     }
     if (!problems.empty()) failures.push_back(std::string(name) + ": " + problems + "last error: '" + error + "'");
