@@ -58,6 +58,17 @@ Status checkSpaceOut(const psdp_plan_space_t* space_p) {
   return Status::ok();
 }
 
+// A query that answers one value of the plan into *out (named out_name in errors).
+template <typename T, typename Get>
+psdp_status_t queryPlan(psdp_plan_h plan, T* out, const char* out_name, Get get) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
+    PSDP_RETURN_IF_ERROR(checkOut(out, out_name));
+    *out = get(plan->impl);
+    return Status::ok();
+  });
+}
+
 // Writes min(capacity, all.size()) converted entries and the total.
 template <typename Out, typename In, typename Convert>
 Status copyOut(const std::vector<In>& all, Out* out, size_t capacity, size_t* count_p, Convert convert) {
@@ -98,21 +109,11 @@ PSDP_API psdp_status_t psdp_plan_free(psdp_plan_h plan) {
 }
 
 PSDP_API psdp_status_t psdp_plan_hash(psdp_plan_h plan, uint64_t* hash_p) {
-  return guarded(nullptr, [&] {
-    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
-    PSDP_RETURN_IF_ERROR(checkOut(hash_p, "hash_p"));
-    *hash_p = plan->impl.hash();
-    return Status::ok();
-  });
+  return queryPlan(plan, hash_p, "hash_p", [](const shard::ShardPlan& p) { return p.hash(); });
 }
 
 PSDP_API psdp_status_t psdp_plan_chunk_count(psdp_plan_h plan, size_t* count_p) {
-  return guarded(nullptr, [&] {
-    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
-    PSDP_RETURN_IF_ERROR(checkOut(count_p, "count_p"));
-    *count_p = plan->impl.chunks().size();
-    return Status::ok();
-  });
+  return queryPlan(plan, count_p, "count_p", [](const shard::ShardPlan& p) { return p.chunks().size(); });
 }
 
 PSDP_API psdp_status_t psdp_plan_get_chunk(psdp_plan_h plan, size_t chunk, psdp_plan_chunk_t* chunk_p) {
@@ -136,12 +137,7 @@ PSDP_API psdp_status_t psdp_plan_get_chunk(psdp_plan_h plan, size_t chunk, psdp_
 }
 
 PSDP_API psdp_status_t psdp_plan_space_count(psdp_plan_h plan, size_t* count_p) {
-  return guarded(nullptr, [&] {
-    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
-    PSDP_RETURN_IF_ERROR(checkOut(count_p, "count_p"));
-    *count_p = plan->impl.spaces().size();
-    return Status::ok();
-  });
+  return queryPlan(plan, count_p, "count_p", [](const shard::ShardPlan& p) { return p.spaces().size(); });
 }
 
 PSDP_API psdp_status_t psdp_plan_get_space(psdp_plan_h plan, size_t space, psdp_plan_space_t* space_p) {
