@@ -1,13 +1,13 @@
 #include "topo/hwloc_source.h"
 
 #include <cerrno>
-#include <climits>
 #include <string>
 #include <utility>
 
 #include "base/log.h"
 #include "topo/hwloc_handle.h"
 #include "topo/hwloc_import.h"
+#include "topo/xml_document.h"
 
 namespace psdp::topo {
 
@@ -30,7 +30,9 @@ Result<Topology> discoverWithHwloc() {
 }
 
 Result<Topology> readHwlocXml(std::string_view text, std::string origin) {
-  if (text.size() >= INT_MAX) return Status::invalidArgument("{}: topology file too large", origin);
+  // Well-formed first (topo/xml_document.h): a malformed document is named with its line and never reaches
+  // hwloc's reader, which leaks on one.
+  PSDP_RETURN_IF_ERROR(parseXmlDocument(text, origin).status());
   // KEEP_ALL: XML import drops I/O objects unless told otherwise, and the bridges matter for path classes.
   PSDP_ASSIGN_OR_RETURN(HwlocTopology hwloc, makeHwlocTopology(HWLOC_TYPE_FILTER_KEEP_ALL));
   // hwloc wants the terminating NUL inside the buffer, as its own exports produce.

@@ -1,0 +1,53 @@
+// libxml2 rather than a reader of our own: topology files in the wild carry licence comments, XML declarations,
+// both quote styles and escaped characters, and a hand-written reader would need its own hardening against
+// malformed input. libxml2 is already in the dependency closure (Debian's libhwloc15 depends on it).
+#include "topo/xml_document.h"
+
+#include <libxml/parser.h>
+
+#include <climits>
+
+namespace psdp::topo {
+namespace {
+
+using XmlParser = std::unique_ptr<xmlParserCtxt, FnDeleter<xmlFreeParserCtxt>>;
+
+// libxml2 goes on after the first error and its "last error" is then a consequence ("premature end of data");
+// the first one says what is wrong and where. Kept through the context's _private slot, so no global state.
+struct FirstXmlError {
+  bool seen = false;
+  int line = 0;
+  std::string message;
+};
+
+void keepFirstXmlError(void* context, xmlErrorPtr error) {
+  auto* first = static_cast<FirstXmlError*>(static_cast<xmlParserCtxt*>(context)->_private);
+  if (first == nullptr || first->seen || error == nullptr || error->level < XML_ERR_ERROR) return;
+  first->seen = true;
+  first->line = error->line;
+  std::string_view why = error->message != nullptr ? error->message : "malformed document";
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.remove_suffix(1);
+  first->message = why;
+}
+
+}  // namespace
+
+Result<XmlDocument> parseXmlDocument(std::string_view text, const std::string& origin) {
+  if (text.size() >= INT_MAX) return Status::invalidArgument("{}: topology file too large", origin);
+  XmlParser parser(xmlNewParserCtxt());
+  if (!parser) return Status::system("{}: cannot create an XML parser", origin);
+  FirstXmlError first_error;
+  parser->_private = &first_error;
+  parser->sax->serror = keepFirstXmlError;  // reported with the context as user data
+  // NONET: a topology file never fetches anything; NOERROR/NOWARNING: errors come back as a Status instead of
+  // going to stderr.
+  XmlDocument doc(xmlCtxtReadMemory(parser.get(), text.data(), static_cast<int>(text.size()), origin.c_str(), nullptr,
+                                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+  if (!doc || first_error.seen) {
+    if (!first_error.seen) return Status::invalidArgument("{}: malformed XML", origin);
+    return Status::invalidArgument("{}:{}: malformed XML: {}", origin, first_error.line, first_error.message);
+  }
+  return doc;
+}
+
+}  // namespace psdp::topo
