@@ -3,11 +3,13 @@
  * with invalid argument (or invalid usage for a freed handle) and a message naming it.
  * PSDP_TOPOLOGY_DIR is tests/data/topologies; the program runs three times (CMakeLists.txt): without
  * PSDP_TOPO_FILE, with it naming an NCCL file, and with it naming a missing file. */
+#define _POSIX_C_SOURCE 200809L /* getpid */
 #include <psdp/psdp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "c_checks.h"
 
@@ -190,7 +192,10 @@ static void test_default(void) {
 
 static void test_bad_load(void) {
   psdp_topology_h topo = NULL;
-  FILE* f = fopen("malformed-topology.xml", "w");
+  /* Named per process: this program runs as several tests at once in one directory. */
+  char malformed[64];
+  snprintf(malformed, sizeof(malformed), "malformed-topology-%ld.xml", (long)getpid());
+  FILE* f = fopen(malformed, "w");
   CHECK_ERROR(psdp_topology_load(HWLOC_FILE, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "topo_p");
   CHECK_ERROR(psdp_topology_load("", &topo), PSDP_ERR_INVALID_ARGUMENT, NULL, "path");
   CHECK_ERROR(psdp_topology_load(PSDP_TOPOLOGY_DIR "/missing.xml", &topo), PSDP_ERR_SYSTEM, NULL, "missing.xml");
@@ -200,9 +205,8 @@ static void test_bad_load(void) {
   if (f != NULL) {
     fputs("<?xml version=\"1.0\"?>\n<system version=\"1\">\n  <cpu numaid=\"0\"\n", f);
     fclose(f);
-    CHECK_ERROR(psdp_topology_load("malformed-topology.xml", &topo), PSDP_ERR_INVALID_ARGUMENT, NULL,
-                "malformed-topology.xml");
-    remove("malformed-topology.xml");
+    CHECK_ERROR(psdp_topology_load(malformed, &topo), PSDP_ERR_INVALID_ARGUMENT, NULL, malformed);
+    remove(malformed);
   }
   CHECK(topo == NULL);
 }
