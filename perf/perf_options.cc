@@ -120,6 +120,8 @@ bool parseOption(int opt, const char* arg, Options* o, std::string* error) {
       return true;
     case 'n': return parseInt(arg, 1, 1000000000, &o->iters) || bad("-n: iterations must be an integer >= 1");
     case 'w': return parseInt(arg, 0, 1000000000, &o->warmup) || bad("-w: warmup must be an integer >= 0");
+    case 'm':
+      return parseInt(arg, 1, 1024, &o->agg) || bad("-m: aggregated operations must be an integer in [1, 1024]");
     case 'c':
       if (!parseInt(arg, 0, 1, &value)) return bad("-c: expected 0 or 1");
       o->check = value != 0;
@@ -221,6 +223,8 @@ const char* usage() {
          "  -i, --stepbytes SIZE  add SIZE between steps instead\n"
          "  -n, --iters N         timed iterations per size (default 20)\n"
          "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
+         "  -m, --agg_iters N     operations in flight per iteration (default 1): N nonblocking calls on\n"
+         "                        disjoint buffers, posted back to back, then waited for; time is per call\n"
          "  -c, --check 0|1       verify results exactly (default 1)\n"
          "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or all\n"
          "                        (default float)\n"
@@ -245,6 +249,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
                                  {"stepbytes", required_argument, nullptr, 'i'},
                                  {"iters", required_argument, nullptr, 'n'},
                                  {"warmup_iters", required_argument, nullptr, 'w'},
+                                 {"agg_iters", required_argument, nullptr, 'm'},
                                  {"check", required_argument, nullptr, 'c'},
                                  {"datatype", required_argument, nullptr, 'd'},
                                  {"op", required_argument, nullptr, 'o'},
@@ -268,7 +273,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
   optind = first;
   opterr = 0;  // the message below names the option; getopt's own would go to stderr on every rank
   int opt;
-  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:w:c:d:o:r:z:H:R:g:t:J:h", kLong, nullptr)) != -1) {
+  while ((opt = getopt_long(argc, argv, ":b:e:f:i:n:w:m:c:d:o:r:z:H:R:g:t:J:h", kLong, nullptr)) != -1) {
     if (opt == '?' || opt == ':') {
       std::string name = optopt ? std::string("-") + static_cast<char>(optopt) : std::string(argv[optind - 1]);
       *error = opt == ':' ? "option " + name + " needs a value" : "unknown option " + name;
@@ -301,9 +306,9 @@ size_t nextSize(const Options& o, size_t bytes) {
 
 void Report::header() {
   if (!out_) return;
-  std::fprintf(out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, check %s, %s calls, %s\n",
-               collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.check ? "on" : "off",
-               o_.blocking ? "blocking" : "nonblocking",
+  std::fprintf(out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, %d in flight, check %s, %s calls, %s\n",
+               collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "on" : "off",
+               o_.blocking && o_.agg == 1 ? "blocking" : "nonblocking",
                o_.shared_buffers ? "psdp_mem_alloc buffers" : (o_.huge_pages ? "huge pages" : "small pages"));
   std::fprintf(out_, "#\n");
   std::fprintf(out_, "# %10s  %12s  %8s  %9s  %6s  %36s  %36s\n", "", "", "", "", "", "out-of-place", "in-place");
@@ -396,8 +401,9 @@ bool Report::writeJson() const {
     std::fprintf(stderr, "psdp-perf: cannot write %s: %s\n", o_.json_path.c_str(), std::strerror(errno));
     return false;
   }
-  std::fprintf(f, "{\"collective\": \"%s\", \"nranks\": %d, \"iters\": %d, \"warmup\": %d, \"check\": %s,\n",
-               collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.check ? "true" : "false");
+  std::fprintf(
+      f, "{\"collective\": \"%s\", \"nranks\": %d, \"iters\": %d, \"warmup\": %d, \"agg_iters\": %d, \"check\": %s,\n",
+      collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "true" : "false");
   std::fprintf(f, " \"busbw_factor\": %.6f, \"unsupported\": [", busFactor(o_.collective, nranks_));
   for (size_t i = 0; i < skipped_.size(); ++i) std::fprintf(f, "%s%s", i ? ", " : "", jsonString(skipped_[i]).c_str());
   std::fprintf(f, "],\n \"results\": [");

@@ -25,6 +25,7 @@ struct Options {
   size_t step_bytes = 0;        // -i
   int iters = 20;               // -n
   int warmup = 5;               // -w
+  int agg = 1;                  // -m: operations posted together (nonblocking, on disjoint buffers) per iteration
   bool check = true;            // -c
   int root = 0;                 // -r: broadcast root
   bool blocking = true;         // -z 0: post each call with a request and wait on it

@@ -133,17 +133,38 @@ struct Measurement {
   long long wrong = 0;
 };
 
-// Times `iters` back-to-back calls after `warmup` untimed ones; the slowest rank's time counts. With -c,
-// one more call on fresh input is verified exactly.
+// One iteration: a call, or with -m N, N nonblocking calls on the buffers' N disjoint slices, posted back to
+// back and then waited for.
+psdp_status_t runIteration(const Options& o, const Call& c, const Geometry& g, const Placement& p, size_t slice,
+                           std::vector<psdp_request_h>& requests) {
+  if (o.agg == 1) return runOnce(c, g.count, p.send, p.recv);
+  psdp_status_t st = PSDP_SUCCESS;
+  int posted = 0;
+  for (; posted < o.agg && st == PSDP_SUCCESS; ++posted) {
+    const size_t at = static_cast<size_t>(posted) * slice;
+    st = post(c, g.count, p.send + at, p.recv + at, &requests[static_cast<size_t>(posted)]);
+    if (st != PSDP_SUCCESS) break;
+  }
+  for (int k = 0; k < posted; ++k) {
+    psdp_status_t waited = psdp_request_wait(requests[static_cast<size_t>(k)]);
+    psdp_status_t freed = psdp_request_free(requests[static_cast<size_t>(k)]);
+    if (st == PSDP_SUCCESS) st = waited != PSDP_SUCCESS ? waited : freed;
+  }
+  return st;
+}
+
+// Times `iters` iterations after `warmup` untimed ones; the time per call (an iteration is -m calls) of the
+// slowest rank counts. With -c, one more call on fresh input (the first slice) is verified exactly.
 Measurement measure(const Options& o, const Call& c, const Lineup& lineup, const Geometry& g, const Buffers& b,
-                    bool in_place) {
+                    size_t slice, bool in_place) {
   Placement p = placementFor(c, g, b, in_place);
-  for (int i = 0; i < o.warmup; ++i) PERF_CHECK(c.comm, runOnce(c, g.count, p.send, p.recv));
+  std::vector<psdp_request_h> requests(static_cast<size_t>(o.agg));
+  for (int i = 0; i < o.warmup; ++i) PERF_CHECK(c.comm, runIteration(o, c, g, p, slice, requests));
   lineup();
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i) PERF_CHECK(c.comm, runOnce(c, g.count, p.send, p.recv));
+  for (int i = 0; i < o.iters; ++i) PERF_CHECK(c.comm, runIteration(o, c, g, p, slice, requests));
   auto t1 = std::chrono::steady_clock::now();
-  float my_us = static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters);
+  float my_us = static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters / o.agg);
   std::vector<float> all_us(static_cast<size_t>(c.nranks));
   PERF_CHECK(c.comm, psdp_all_gather(&my_us, all_us.data(), 1, PSDP_FLOAT32, c.comm, nullptr, nullptr));
   Measurement m;
@@ -179,7 +200,7 @@ bool makeOp(psdp_comm_h comm, Reduction r, psdp_dtype_t dtype, psdp_op_t* op, st
 }
 
 // Runs every size of one combination; false when the build does not support it (reported, not fatal).
-void runCombination(const Options& o, Call c, const Lineup& lineup, const Buffers& b, size_t buf_bytes,
+void runCombination(const Options& o, Call c, const Lineup& lineup, const Buffers& b, size_t buf_bytes, size_t slice,
                     psdp::perf::Report& report) {
   const char* redop = psdp::perf::reduces(c.coll) ? psdp::perf::reductionName(c.reduction) : "none";
   std::string why;
@@ -205,8 +226,8 @@ void runCombination(const Options& o, Call c, const Lineup& lineup, const Buffer
     int root = psdp::perf::rooted(c.coll) ? c.root : -1;
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes = psdp::perf::nextSize(o, bytes)) {
       Geometry g = geometryFor(c.coll, bytes, elem, c.nranks);
-      Measurement oop = measure(o, c, lineup, g, b, false);
-      Measurement ip = measure(o, c, lineup, g, b, true);
+      Measurement oop = measure(o, c, lineup, g, b, slice, false);
+      Measurement ip = measure(o, c, lineup, g, b, slice, true);
       report.row(g.total, c.dtype, redop, root, oop.time_us, oop.wrong, ip.time_us, ip.wrong);
     }
   }
@@ -240,10 +261,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // Room for the largest size plus one element per rank for each dtype's probe call.
-  size_t buf_bytes = o.max_bytes + 8 * static_cast<size_t>(nranks);
-  size_t words = (buf_bytes + 7) / 8;
-  buf_bytes = words * 8;
+  // Room for the largest size plus one element per rank for each dtype's probe call, once per call in flight
+  // (-m), each slice starting on a page.
+  const size_t slice = (o.max_bytes + 8 * static_cast<size_t>(nranks) + 4095) / 4096 * 4096;
+  size_t buf_bytes = slice * static_cast<size_t>(o.agg);
   Buffers b{{buf_bytes, o.huge_pages, o.shared_buffers}, {buf_bytes, o.huge_pages, o.shared_buffers}};
   if (b.s() == nullptr || b.r() == nullptr) {
     std::fprintf(stderr, "psdp-perf: rank %d: cannot map 2 x %zu bytes of buffers\n", rank, buf_bytes);
@@ -258,7 +279,7 @@ int main(int argc, char** argv) {
   for (psdp_dtype_t dtype : o.dtypes) {
     for (Reduction r : o.ops) {
       Call c{o.collective, r, dtype, PSDP_SUM, o.root, o.blocking, comm, rank, nranks};
-      runCombination(o, c, lineup, b, buf_bytes, report);
+      runCombination(o, c, lineup, b, buf_bytes, slice, report);
     }
   }
   bool json_ok = report.footer();

@@ -286,10 +286,11 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
  * Blocking (request_p == NULL): returns once this rank's result is in recvbuf, or at the timeout.
  * Nonblocking (request_p != NULL): returns at once with a request; the operation progresses in the
  * background (PSDP_PROGRESS=thread) or inside psdp_request_test/wait (PSDP_PROGRESS=caller). Buffers must
- * stay untouched until the request completes. Several requests may be outstanding; they run one after the
- * other and complete in the order they were posted. One thread at a time may post on a communicator (the
- * ranks must agree on the order of collectives anyway). The communicator's timeout (PSDP_TIMEOUT) bounds
- * each operation from the moment it starts, not from its post.
+ * stay untouched until the request completes. Any number of requests may be outstanding: up to 8 of them
+ * run at once, the others start in posting order as running ones complete, and they complete in any order
+ * (wait for them in any order). One thread at a time may post on a communicator (the ranks must agree on the
+ * order of collectives anyway). The communicator's timeout (PSDP_TIMEOUT) bounds each operation from the
+ * moment it starts, not from its post.
  * In-place, as in NCCL: reduce-scatter with recvbuf == sendbuf + rank*recvcount, all-gather with
  * sendbuf == recvbuf + rank*sendcount, all-reduce and broadcast with sendbuf == recvbuf. Any other overlap
  * of sendbuf and recvbuf is an invalid argument.

@@ -1,11 +1,13 @@
 // The implementation of Collectives. Every collective is a RingTask: a short list of stages (ring passes,
 // recursive halving/doubling) run one after the other, alongside the agreement on its header with every
 // other rank (coll/op_header_check.h); the local work of the trivial cases (empty buffers, a
-// single rank) is done in start(). Blocking calls post a task and drive it here; core's engine drives
-// posted ones. The algorithm is chosen at post time (chooseRecursive): recursive halving/doubling for small
-// messages, where the ring's n-1 latencies per pass dominate, the ring otherwise. On one host, larger
-// operations first try the direct algorithm (withDirect, coll/direct_phase.h), and the planned stages run
-// only if some rank's buffers turn out unreachable.
+// single rank) is done in start(). Up to kMaxTasksInFlight tasks run at once, each in a task slot of its own
+// (completions, agreement messages, direct-phase state) and with staging claimed in sequence order from the
+// communicator's arena (coll/staging_arena.h); their messages are kept apart by their sequence numbers. Blocking calls
+// post a task and drive it here; core's engine drives posted ones. The algorithm is chosen at post time
+// (chooseRecursive): recursive halving/doubling for small messages, where the ring's n-1 latencies per pass dominate,
+// the ring otherwise. On one host, larger operations first try the direct algorithm (withDirect, coll/direct_phase.h),
+// and the planned stages run only if some rank's buffers turn out unreachable.
 #include "coll/collectives.h"
 
 #include <algorithm>
@@ -23,16 +25,19 @@
 #include "coll/reduce_kernels.h"
 #include "coll/ring_all_gather.h"
 #include "coll/ring_reduce_scatter.h"
-#include "coll/staging_pool.h"
+#include "coll/staging_arena.h"
 #include "coll/tag.h"
 
 namespace psdp::coll {
 namespace {
 
 // Fragments in flight per direction, and fragments of a block per ring round: enough to keep a link busy
-// while a fragment is being reduced. The staging memory is 2 * kDepth * chunk_bytes (receive and send
+// while a fragment is being reduced. A ring reduce-scatter stages 2 * kDepth fragments (receive and send
 // slots, see ring_reduce_scatter.cc).
 constexpr int kDepth = 4;
+// The staging arena holds this many ring reduce-scatters of full fragments at once; smaller operations
+// (fragments bounded by their blocks, halving/doubling of at most one fragment) fit more.
+constexpr int kStagedRingTasks = 2;
 
 // At most this many operations in a row skip trying direct after one could not run it (skipDirect).
 constexpr int kMaxDirectBackoff = 64;
@@ -79,6 +84,9 @@ struct TaskPlan {
   DirectArgs direct;
   bool tries_direct = false;  // stages[0] is kDirect; the others run only if it finds buffers out of reach
   bool recursive = false;
+  // The staging slots the non-direct stages use (0: none), claimed when the first of them starts.
+  int staging_slots = 0;
+  size_t staging_slot_bytes = 0;
   Choice choice = Choice::kRing;
   size_t bytes = 0;  // the whole buffer, as compared with rhd_max_bytes
   // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes. With
@@ -89,11 +97,29 @@ struct TaskPlan {
   size_t local_bytes = 0;
 };
 
+// What a direct phase's outcome was, for the backoff (RingCollectives::skipDirect).
+enum class DirectOutcome { kNone, kRan, kFellBack, kFellBackTransient };
+
+// What one running task uses of its communicator besides staging, reused by the tasks that run in it in turn.
+struct TaskSlot {
+  TaskSlot(uint32_t context_id, int nranks) : agreement(context_id, nranks), direct(nranks) {}
+  CompletionRing sends{kDepth};
+  CompletionRing recvs{kDepth};
+  AgreementChannel agreement;
+  DirectSlot direct;
+  bool busy = false;
+  // The last task's direct outcome, applied to the backoff when the next task starts here.
+  DirectOutcome outcome = DirectOutcome::kNone;
+};
+
 class RingTask final : public CollTask {
  public:
   RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan) : owner_(owner), op_(op), plan_(plan) {}
+  // Gives the task slot and any staging back.
+  ~RingTask() override;
 
   std::string describe() const override { return op_.describe(); }
+  bool canStart() const override;
   void start(const Deadline& deadline) override;
   Result<Progress> advance() override;
   std::string waitingFor() const override;
@@ -102,9 +128,15 @@ class RingTask final : public CollTask {
  private:
   std::unique_ptr<Phase> startStage(Stage stage);
   Result<Progress> advanceStages();
+  // Claims the staging of the stages still to run (`needed`), or passes this task's turn: false while an
+  // earlier task has not taken its turn or holds the memory.
+  Result<bool> settleStaging(bool needed);
   Status failed(Status status);
 
   RingCollectives& owner_;
+  TaskSlot* slot_ = nullptr;  // from start() until destruction
+  bool staging_settled_ = false;
+  bool staging_claimed_ = false;
   OpContext op_;
   TaskPlan plan_;
   int next_stage_ = 0;
@@ -120,12 +152,11 @@ class RingTask final : public CollTask {
 
 class RingCollectives final : public Collectives {
  public:
-  RingCollectives(transport::Transport& transport, const CollParams& params, StagingPool staging)
-      : Collectives(transport),
-        params_(params),
-        staging_(std::move(staging)),
-        agreement_(params.context_id, params.nranks),
-        direct_(params.nranks) {}
+  RingCollectives(transport::Transport& transport, const CollParams& params, StagingArena arena)
+      : Collectives(transport), params_(params), arena_(std::move(arena)), direct_(params.nranks) {
+    for (int i = 0; i < kMaxTasksInFlight; ++i)
+      slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks));
+  }
 
   Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                                       psdp_dtype_t dtype, psdp_op_t op) override;
@@ -141,11 +172,18 @@ class RingCollectives final : public Collectives {
   void fail(const OpContext& op, const Status& status);
   // `tries_direct`: the task starts with the direct phase.
   void logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const;
-  // Whether a task that tries direct should skip it this time, and the outcome of one that tried.
+  // Whether a task that tries direct should skip it this time. Every rank must decide alike although tasks
+  // complete in different orders on different ranks: the outcome a decision sees is that of the task that
+  // ran in the same slot before (kMaxTasksInFlight operations earlier, complete by then on every rank),
+  // applied in sequence order (applyDirectOutcome, when a task starts).
   bool skipDirect();
-  // `transient`: a fallback that says nothing of the next operations (DirectPhase::transient): no backoff.
-  void directOutcome(const OpContext& op, bool ran, bool transient);
+  void applyDirectOutcome(DirectOutcome outcome);
+  // Logs the outcome of a task that tried and records it in its slot. `transient`: a fallback that says
+  // nothing of the next operations (DirectPhase::transient): no backoff.
+  DirectOutcome directOutcome(const OpContext& op, bool ran, bool transient);
   DirectChannel& directChannel() { return direct_; }
+  TaskSlot& slotOf(uint32_t seq) { return *slots_[seq % kMaxTasksInFlight]; }
+  StagingArena& arena() { return arena_; }
 
  private:
   OpContext beginOp(OpHeader header);
@@ -153,15 +191,18 @@ class RingCollectives final : public Collectives {
     return std::make_unique<RingTask>(*this, op, plan);
   }
   size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.chunk_bytes / esize); }
+  // A ring reduce-scatter's staging: 2 * kDepth fragments, no larger than a block.
+  void stageRing(TaskPlan& plan, const BlockLayout& layout, size_t esize) const {
+    plan.staging_slots = 2 * kDepth;
+    plan.staging_slot_bytes = std::min(fragElems(esize), layout.maxSize()) * esize;
+  }
   void chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only, size_t staging_bytes) const;
   std::unique_ptr<CollTask> withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args, size_t bytes);
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
   CollParams params_;
-  StagingPool staging_;
-  CompletionRing sends_{kDepth};
-  CompletionRing recvs_{kDepth};
-  AgreementChannel agreement_;
+  StagingArena arena_;
+  std::vector<std::unique_ptr<TaskSlot>> slots_;  // task slot of operation seq: seq % kMaxTasksInFlight
   DirectChannel direct_;
   int direct_backoff_ = 0;     // length of the last run of skips; doubles with every fallback
   int direct_skips_left_ = 0;  // operations still to skip them
@@ -174,9 +215,26 @@ class RingCollectives final : public Collectives {
 
 // ---- RingTask ------------------------------------------------------------------------------------------
 
+RingTask::~RingTask() {
+  if (slot_ == nullptr) return;
+  if (staging_claimed_) owner_.arena().release(op_.header.seq);
+  slot_->busy = false;
+}
+
+// Tasks start in posting order; the slot is free once the task kMaxTasksInFlight before this one is gone.
+bool RingTask::canStart() const {
+  return slot_ == nullptr && !owner_.slotOf(op_.header.seq).busy;
+}
+
 void RingTask::start(const Deadline& deadline) {
   deadline_ = deadline;
   op_.deadline = deadline;
+  slot_ = &owner_.slotOf(op_.header.seq);
+  slot_->busy = true;
+  owner_.applyDirectOutcome(std::exchange(slot_->outcome, DirectOutcome::kNone));
+  op_.sends = &slot_->sends;
+  op_.recvs = &slot_->recvs;
+  op_.agreement = &slot_->agreement;
   if (op_.nranks > 1) {
     start_error_ = header_check_.post(op_);
     exchanges_header_ = true;
@@ -237,6 +295,11 @@ Result<Progress> RingTask::advanceStages() {
   bool moved = false;
   while (!stages_done_) {
     if (!phase_) {
+      if (plan_.stages[next_stage_] != Stage::kDirect && !staging_settled_) {
+        PSDP_ASSIGN_OR_RETURN(bool settled, settleStaging(/*needed=*/true));
+        if (!settled) return moved ? Progress::kAdvanced : Progress::kBlocked;
+        moved = true;
+      }
       phase_ = startStage(plan_.stages[next_stage_++]);
       moved = true;
     }
@@ -247,14 +310,33 @@ Result<Progress> RingTask::advanceStages() {
       bool ran_direct = false;
       if (direct_phase_ != nullptr) {
         ran_direct = direct_phase_->ran();
-        owner_.directOutcome(op_, ran_direct, direct_phase_->transient());
+        slot_->outcome = owner_.directOutcome(op_, ran_direct, direct_phase_->transient());
         direct_phase_ = nullptr;
       }
       phase_.reset();
       stages_done_ = ran_direct || next_stage_ == plan_.nstages;
     }
   }
+  // A task that needed no staging (local, a barrier, or one that ran direct) still takes its turn.
+  if (!staging_settled_) {
+    PSDP_ASSIGN_OR_RETURN(bool settled, settleStaging(/*needed=*/false));
+    if (!settled) return moved ? Progress::kAdvanced : Progress::kBlocked;
+  }
   return Progress::kDone;
+}
+
+Result<bool> RingTask::settleStaging(bool needed) {
+  StagingArena& arena = owner_.arena();
+  if (!needed || plan_.staging_slots == 0) {
+    staging_settled_ = arena.pass(op_.header.seq);
+    return staging_settled_;
+  }
+  PSDP_ASSIGN_OR_RETURN(std::optional<StagingSlots> slots,
+                        arena.claim(op_.header.seq, plan_.staging_slots, plan_.staging_slot_bytes));
+  if (!slots) return false;
+  op_.staging = *slots;
+  staging_settled_ = staging_claimed_ = true;
+  return true;
 }
 
 Status RingTask::failed(Status status) {
@@ -264,7 +346,10 @@ Status RingTask::failed(Status status) {
 
 std::string RingTask::waitingFor() const {
   std::string header = exchanges_header_ ? header_check_.waitingFor(op_) : std::string();
-  std::string stage = phase_ ? phase_->waitingFor() : std::string();
+  std::string stage = phase_ ? phase_->waitingFor()
+                      : !staging_settled_ && slot_ != nullptr
+                          ? std::string("staging memory held by earlier operations of this rank")
+                          : std::string();
   if (header.empty() && stage.empty()) return "nothing";
   if (header.empty() || stage.empty()) return header + stage;
   return header + " and " + stage;
@@ -277,7 +362,7 @@ void RingTask::abandon(const Status& status) {
 std::unique_ptr<Phase> RingTask::startStage(Stage stage) {
   switch (stage) {
     case Stage::kDirect: {
-      auto direct = std::make_unique<DirectPhase>(op_, plan_.direct, owner_.directChannel());
+      auto direct = std::make_unique<DirectPhase>(op_, plan_.direct, owner_.directChannel(), slot_->direct);
       direct_phase_ = direct.get();
       return direct;
     }
@@ -321,6 +406,8 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
                               kernel,
                               kernel.scalesInput() ? findReduceKernel(dtype, PSDP_SUM) : kernel};
     plan.stages[plan.nstages++] = Stage::kRecursiveReduceScatter;
+    plan.staging_slots = 3;
+    plan.staging_slot_bytes = recvcount * static_cast<size_t>(params_.nranks / 2) * esize;
     return withDirect(op, plan,
                       {OpKind::kReduceScatter, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
                        recvcount, esize, kernel},
@@ -334,6 +421,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
                  fragElems(esize),
                  kernel};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
+  stageRing(plan, layout, esize);
   return withDirect(op, plan,
                     {OpKind::kReduceScatter, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
                      recvcount, esize, kernel},
@@ -405,6 +493,8 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
       plan.recursive_reduce.kernel = findReduceKernel(dtype, PSDP_SUM);
     }
     plan.stages[plan.nstages++] = Stage::kRecursiveAllReduce;
+    plan.staging_slots = 1;
+    plan.staging_slot_bytes = count * esize;
     return withDirect(op, plan, {OpKind::kAllReduce, input, output, count, esize, kernel}, plan.bytes);
   }
   BlockLayout layout(count, params_.nranks);
@@ -413,6 +503,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
   plan.gather = {own_block, output, layout, esize, fragElems(esize)};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
   plan.stages[plan.nstages++] = Stage::kAllGather;
+  stageRing(plan, layout, esize);
   return withDirect(op, plan, {OpKind::kAllReduce, input, output, count, esize, kernel}, plan.bytes);
 }
 
@@ -471,10 +562,6 @@ OpContext RingCollectives::beginOp(OpHeader header) {
   op.header = header;
   op.header.seq = seq_++;
   op.tag = makeTag(params_.context_id, op.header.seq);
-  op.sends = &sends_;
-  op.recvs = &recvs_;
-  op.staging = &staging_;
-  op.agreement = &agreement_;
   return op;
 }
 
@@ -491,7 +578,7 @@ void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_o
     plan.choice = Choice::kForcedRing;
   } else if (power_of_two_only && !isPowerOfTwo(params_.nranks)) {
     plan.choice = Choice::kNotPowerOfTwo;
-  } else if (staging_bytes > staging_.slotBytes()) {
+  } else if (staging_bytes > params_.chunk_bytes) {
     plan.choice = Choice::kExceedsStaging;
   } else if (params_.algorithm == PSDP_ALGORITHM_RHD) {
     plan.choice = Choice::kForcedRhd;
@@ -524,16 +611,28 @@ std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskP
 
 // A caller whose buffers are private pays one small-message round per operation for nothing; after each
 // operation that could not run direct the next 1, 2, 4, ... kMaxDirectBackoff ones skip the offers, and
-// one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Tasks start one at a time in posting order,
-// and every rank sees the same outcomes (the decision is a function of all offers), so every rank skips the same
-// operations.
+// one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Every rank sees the same outcomes
+// (the decision is a function of all offers) and applies them at the same points of the sequence (when the
+// task kMaxTasksInFlight later starts in the same slot), so every rank skips the same operations.
 bool RingCollectives::skipDirect() {
   if (params_.algorithm == PSDP_ALGORITHM_DIRECT || direct_skips_left_ == 0) return false;
   --direct_skips_left_;
   return true;
 }
 
-void RingCollectives::directOutcome(const OpContext& op, bool ran, bool transient) {
+void RingCollectives::applyDirectOutcome(DirectOutcome outcome) {
+  switch (outcome) {
+    case DirectOutcome::kNone:
+    case DirectOutcome::kFellBackTransient: return;
+    case DirectOutcome::kRan: direct_backoff_ = direct_skips_left_ = 0; return;
+    case DirectOutcome::kFellBack:
+      direct_backoff_ = std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));
+      direct_skips_left_ = direct_backoff_;
+      return;
+  }
+}
+
+DirectOutcome RingCollectives::directOutcome(const OpContext& op, bool ran, bool transient) {
   if (!direct_.cmaFailure().isOk() && !cma_failure_logged_) {
     cma_failure_logged_ = true;
     log().info(
@@ -542,21 +641,19 @@ void RingCollectives::directOutcome(const OpContext& op, bool ran, bool transien
         direct_.cmaFailure().message());
   }
   if (ran) {
-    direct_backoff_ = direct_skips_left_ = 0;
     log().debug("{}: ran direct", op.describe());
-    return;
+    return DirectOutcome::kRan;
   }
   if (transient) {
     log().debug("{}: falling back: some rank reads another with CMA, which is not (or not yet known to be) worth it",
                 op.describe());
-    return;
+    return DirectOutcome::kFellBackTransient;
   }
-  direct_backoff_ = std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));
-  direct_skips_left_ = direct_backoff_;
   log().debug(
       "{}: some rank's buffers are out of direct reach (another host, or no CMA and no "
-      "psdp_mem_alloc buffers): falling back; the next {} operations will not try",
-      op.describe(), direct_backoff_);
+      "psdp_mem_alloc buffers): falling back; from #{} on, operations skip trying for a while",
+      op.describe(), op.header.seq + kMaxTasksInFlight);
+  return DirectOutcome::kFellBack;
 }
 
 void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
@@ -631,8 +728,10 @@ Result<std::unique_ptr<Collectives>> Collectives::create(transport::Transport& t
   if (params.chunk_bytes < kMinChunkBytes) {
     return Status::invalidArgument("chunk of {} bytes, below the minimum of {}", params.chunk_bytes, kMinChunkBytes);
   }
-  PSDP_ASSIGN_OR_RETURN(StagingPool staging, StagingPool::create(params.chunk_bytes, 2 * kDepth));
-  return std::unique_ptr<Collectives>(std::make_unique<RingCollectives>(transport, params, std::move(staging)));
+  const size_t ring_task_bytes = 2 * kDepth * StagingArena::slotStride(params.chunk_bytes);
+  PSDP_ASSIGN_OR_RETURN(StagingArena arena,
+                        StagingArena::create(kStagedRingTasks * ring_task_bytes, kMaxTasksInFlight));
+  return std::unique_ptr<Collectives>(std::make_unique<RingCollectives>(transport, params, std::move(arena)));
 }
 
 }  // namespace psdp::coll

@@ -42,16 +42,22 @@ struct CollParams {
   bool single_host = false;
 };
 
+// Operations of one Collectives that may run at once: each holds a task slot from start() to its destruction.
+inline constexpr int kMaxTasksInFlight = 8;
+
 // One posted collective. It holds its arguments, tag and sequence number from the moment it is posted; it
-// touches the staging memory, the completions and the caller's buffers only from start() until advance()
-// reports kDone or an error. Tasks of one Collectives therefore run one at a time, in posting order: the
-// caller (core's engine) starts the next one only when the previous one is done. Not thread-safe; the
-// caller serialises start/advance. REQUIRES: the Collectives that made it outlives every call on it.
+// touches staging, its slot's completions and the caller's buffers only from start() until advance()
+// reports kDone or an error. Tasks start in posting order, each once canStart() says its task slot is free,
+// and then run at once and complete in any order. Not thread-safe, nor are the tasks of one Collectives with
+// each other: the caller serialises start/advance of all of them. Destroying a task gives its slot and
+// staging back. REQUIRES: the Collectives that made it outlives it.
 class CollTask {
  public:
   virtual ~CollTask() = default;
   // "all-reduce #12 (count 1000, float32)": kind, sequence number, count.
   virtual std::string describe() const = 0;
+  // Whether start() may be called now. REQUIRES: every task posted before this one has started.
+  virtual bool canStart() const = 0;
   // Claims staging and completions; operations that need no peer (count 0, one rank) complete here.
   virtual void start(const Deadline& deadline) = 0;
   const Deadline& deadline() const { return deadline_; }

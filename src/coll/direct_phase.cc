@@ -25,7 +25,7 @@ std::byte* allocateTile() {
   return static_cast<std::byte*>(tile);
 }
 
-using PeerCompletion = transport::Completion DirectChannel::Peer::*;
+using PeerCompletion = transport::Completion DirectSlot::Peer::*;
 
 }  // namespace
 
@@ -33,11 +33,14 @@ DirectChannel::DirectChannel(int nranks)
     : peers_(new Peer[static_cast<size_t>(nranks)]),
       nranks_(nranks),
       segments_(std::max(kMinCachedSegments, 4 * static_cast<size_t>(nranks))),
-      offers_(static_cast<size_t>(nranks)),
-      inputs_(static_cast<size_t>(nranks)),
-      outputs_(static_cast<size_t>(nranks)),
       result_tile_(allocateTile()),
       read_tile_(allocateTile()) {}
+
+DirectSlot::DirectSlot(int nranks)
+    : peers_(new Peer[static_cast<size_t>(nranks)]),
+      offers_(static_cast<size_t>(nranks)),
+      inputs_(static_cast<size_t>(nranks)),
+      outputs_(static_cast<size_t>(nranks)) {}
 
 // Yes once every other process of the host in the communicator has been read. Peers in this process need
 // no CMA, and peers CMA cannot reach (another pid namespace) leave nothing to find out; a peer whose offer
@@ -47,7 +50,7 @@ CmaReach DirectChannel::cmaReach(int self_rank) const {
   const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
   for (int r = 0; r < nranks_; ++r) {
     if (r == self_rank || peer(r).cma_verified) continue;
-    const transport::ProcessIdentity& process = offers_[static_cast<size_t>(r)].process;
+    const transport::ProcessIdentity& process = peer(r).process;
     if (process.pid == 0 || self.isOtherLocalProcess(process)) return CmaReach::kUnknown;
   }
   return CmaReach::kYes;
@@ -62,11 +65,11 @@ Result<Progress> DirectPhase::advance() {
     case State::kOffers: {
       PSDP_ASSIGN_OR_RETURN(bool arrived, offersArrived());
       if (!arrived) return Progress::kBlocked;
-      const bool reachable = directReachable(channel_.offers());
-      uses_cma_ = needsCma(channel_.offers());
+      const bool reachable = directReachable(slot_.offers());
+      uses_cma_ = needsCma(slot_.offers());
       ran_ = reachable && (args_.cma || !uses_cma_);
       if (!ran_) {
-        transient_ = reachable || cmaUndecided(channel_.offers());
+        transient_ = reachable || cmaUndecided(slot_.offers());
         probeCma();
         state_ = State::kDone;
         return Progress::kAdvanced;
@@ -74,33 +77,31 @@ Result<Progress> DirectPhase::advance() {
       PSDP_RETURN_IF_ERROR(resolveBuffers());
       PSDP_RETURN_IF_ERROR(runShare());
       if (twoRounds()) {
-        PSDP_RETURN_IF_ERROR(postRound(&DirectChannel::Peer::mid_sent, &DirectChannel::Peer::mid_received));
+        PSDP_RETURN_IF_ERROR(postRound(&DirectSlot::Peer::mid_sent, &DirectSlot::Peer::mid_received));
         state_ = State::kMid;
         return Progress::kAdvanced;
       }
-      PSDP_RETURN_IF_ERROR(postRound(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
+      PSDP_RETURN_IF_ERROR(postRound(&DirectSlot::Peer::done_sent, &DirectSlot::Peer::done_received));
       state_ = State::kDone;
       return Progress::kAdvanced;
     }
     case State::kMid: {
-      PSDP_ASSIGN_OR_RETURN(bool reduced,
-                            roundDone(&DirectChannel::Peer::mid_sent, &DirectChannel::Peer::mid_received));
+      PSDP_ASSIGN_OR_RETURN(bool reduced, roundDone(&DirectSlot::Peer::mid_sent, &DirectSlot::Peer::mid_received));
       if (!reduced) return Progress::kBlocked;
       PSDP_RETURN_IF_ERROR(gatherBlocks());
-      PSDP_RETURN_IF_ERROR(postRound(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
+      PSDP_RETURN_IF_ERROR(postRound(&DirectSlot::Peer::done_sent, &DirectSlot::Peer::done_received));
       state_ = State::kDone;
       return Progress::kAdvanced;
     }
     case State::kDone: {
       // Every completion is reused by the next operation: even when the ring takes over, they settle first.
-      PSDP_ASSIGN_OR_RETURN(bool offers,
-                            roundDone(&DirectChannel::Peer::offer_sent, &DirectChannel::Peer::offer_received));
+      PSDP_ASSIGN_OR_RETURN(bool offers, roundDone(&DirectSlot::Peer::offer_sent, &DirectSlot::Peer::offer_received));
       bool settled = offers;
       if (settled && twoRounds()) {
-        PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectChannel::Peer::mid_sent, &DirectChannel::Peer::mid_received));
+        PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectSlot::Peer::mid_sent, &DirectSlot::Peer::mid_received));
       }
       if (settled && ran_) {
-        PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectChannel::Peer::done_sent, &DirectChannel::Peer::done_received));
+        PSDP_ASSIGN_OR_RETURN(settled, roundDone(&DirectSlot::Peer::done_sent, &DirectSlot::Peer::done_received));
       }
       if (!settled) return Progress::kBlocked;
       state_ = State::kFinished;
@@ -126,15 +127,15 @@ size_t DirectPhase::offeredRecvBytes() const {
 }
 
 Status DirectPhase::postOffers() {
-  DirectOffer& mine = channel_.offers()[static_cast<size_t>(op_.rank)];
+  DirectOffer& mine = slot_.offers()[static_cast<size_t>(op_.rank)];
   mine.process = transport::ProcessIdentity::self();
   mine.send = BufferOffer::of(args_.send, offeredSendBytes(op_.rank));
   mine.recv = BufferOffer::of(args_.recv, offeredRecvBytes());
   mine.cma = channel_.cmaReach(op_.rank);
-  channel_.outgoing() = encodeDirectOffer(mine);
+  slot_.outgoing() = encodeDirectOffer(mine);
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
-    DirectChannel::Peer& peer = channel_.peer(r);
+    DirectSlot::Peer& peer = slot_.peer(r);
     for (transport::Completion* c : {&peer.offer_received, &peer.offer_sent, &peer.mid_received, &peer.mid_sent,
                                      &peer.done_received, &peer.done_sent}) {
       c->reset();
@@ -142,7 +143,7 @@ Status DirectPhase::postOffers() {
     PSDP_RETURN_IF_ERROR(
         op_.transport->recv(r, op_.tag, peer.incoming.data(), peer.incoming.size(), &peer.offer_received));
     PSDP_RETURN_IF_ERROR(
-        op_.transport->send(r, op_.tag, channel_.outgoing().data(), channel_.outgoing().size(), &peer.offer_sent));
+        op_.transport->send(r, op_.tag, slot_.outgoing().data(), slot_.outgoing().size(), &peer.offer_sent));
   }
   return Status::ok();
 }
@@ -150,15 +151,16 @@ Status DirectPhase::postOffers() {
 Result<bool> DirectPhase::offersArrived() {
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
-    const DirectChannel::Peer& peer = channel_.peer(r);
+    const DirectSlot::Peer& peer = slot_.peer(r);
     if (!peer.offer_received.isDone()) return false;
     if (!peer.offer_received.status.isOk()) return peer.offer_received.status;
   }
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
-    Result<DirectOffer> offer = decodeDirectOffer(channel_.peer(r).incoming);
+    Result<DirectOffer> offer = decodeDirectOffer(slot_.peer(r).incoming);
     if (!offer.isOk()) return offer.status().withContext(fmt::format("{} from rank {}", op_.describe(), r));
-    channel_.offers()[static_cast<size_t>(r)] = offer.value();
+    slot_.offers()[static_cast<size_t>(r)] = offer.value();
+    channel_.peer(r).process = offer.value().process;
   }
   return true;
 }
@@ -170,7 +172,7 @@ void DirectPhase::probeCma() {
   const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
   for (int r = 0; r < op_.nranks; ++r) {
     DirectChannel::Peer& peer = channel_.peer(r);
-    const DirectOffer& offer = channel_.offers()[static_cast<size_t>(r)];
+    const DirectOffer& offer = slot_.offers()[static_cast<size_t>(r)];
     if (r == op_.rank || peer.cma_verified || offer.send.bytes == 0) continue;
     if (!self.isOtherLocalProcess(offer.process)) continue;
     std::byte probe{};
@@ -186,14 +188,14 @@ void DirectPhase::probeCma() {
 Status DirectPhase::resolveBuffers() {
   const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
   for (int r = 0; r < op_.nranks; ++r) {
-    DirectChannel::Peer& peer = channel_.peer(r);
+    DirectSlot::Peer& peer = slot_.peer(r);
     if (r == op_.rank) {
       peer.send = DirectSource{args_.send};
       peer.recv = DirectSource{args_.recv};
       peer.recv_here = args_.recv;
       continue;
     }
-    const DirectOffer& offer = channel_.offers()[static_cast<size_t>(r)];
+    const DirectOffer& offer = slot_.offers()[static_cast<size_t>(r)];
     if (offer.send.bytes != offeredSendBytes(r) || offer.recv.bytes != offeredRecvBytes()) {
       return Status::mismatch("{}: rank {} offered buffers of {} and {} bytes, this rank expected {} and {}",
                               op_.describe(), r, offer.send.bytes, offer.recv.bytes, offeredSendBytes(r),
@@ -205,7 +207,7 @@ Status DirectPhase::resolveBuffers() {
       peer.recv = DirectSource{peer.recv_here};
       continue;
     }
-    if (!mapsSegments(channel_.offers()[static_cast<size_t>(op_.rank)], offer)) {
+    if (!mapsSegments(slot_.offers()[static_cast<size_t>(op_.rank)], offer)) {
       peer.send = DirectSource{nullptr, offer.process.pid, offer.send.address};
       peer.recv = DirectSource{nullptr, offer.process.pid, offer.recv.address};
       peer.recv_here = nullptr;
@@ -243,26 +245,26 @@ BlockLayout DirectPhase::allReduceBlocks() const {
 Status DirectPhase::runShare() {
   const int n = op_.nranks;
   const size_t esize = args_.elem_size;
-  std::vector<DirectSource>& inputs = channel_.inputs();
-  std::vector<std::byte*>& outputs = channel_.outputs();
+  std::vector<DirectSource>& inputs = slot_.inputs();
+  std::vector<std::byte*>& outputs = slot_.outputs();
   std::byte* const mine = args_.recv;
   switch (args_.kind) {
     case OpKind::kReduceScatter: {
       const size_t offset = static_cast<size_t>(op_.rank) * args_.count * esize;
-      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = channel_.peer(r).send.at(offset);
+      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = slot_.peer(r).send.at(offset);
       return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&mine, 1), args_.count, esize, n,
                           channel_.tiles(), args_.streaming);
     }
     case OpKind::kAllReduce: {
       BlockLayout layout = allReduceBlocks();
       const size_t offset = layout.offset(op_.rank) * esize;
-      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = channel_.peer(r).send.at(offset);
+      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = slot_.peer(r).send.at(offset);
       if (uses_cma_) {
         std::byte* own_block = mine + offset;
         return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&own_block, 1), layout.size(op_.rank),
                             esize, n, channel_.tiles(), args_.streaming);
       }
-      for (int r = 0; r < n; ++r) outputs[static_cast<size_t>(r)] = channel_.peer(r).recv_here + offset;
+      for (int r = 0; r < n; ++r) outputs[static_cast<size_t>(r)] = slot_.peer(r).recv_here + offset;
       return directReduce(args_.kernel, inputs, outputs, layout.size(op_.rank), esize, n, channel_.tiles(),
                           args_.streaming);
     }
@@ -270,12 +272,11 @@ Status DirectPhase::runShare() {
       const size_t bytes = args_.count * esize;
       for (int r = 0; r < n; ++r) {
         PSDP_RETURN_IF_ERROR(
-            directCopy(mine + static_cast<size_t>(r) * bytes, channel_.peer(r).send, bytes, args_.streaming));
+            directCopy(mine + static_cast<size_t>(r) * bytes, slot_.peer(r).send, bytes, args_.streaming));
       }
       return Status::ok();
     }
-    case OpKind::kBroadcast:
-      return directCopy(mine, channel_.peer(args_.root).send, args_.count * esize, args_.streaming);
+    case OpKind::kBroadcast: return directCopy(mine, slot_.peer(args_.root).send, args_.count * esize, args_.streaming);
     case OpKind::kBarrier: return Status::ok();
   }
   return Status::ok();
@@ -290,7 +291,7 @@ Status DirectPhase::gatherBlocks() {
     if (r == op_.rank) continue;
     const size_t offset = layout.offset(r) * esize;
     PSDP_RETURN_IF_ERROR(
-        directCopy(args_.recv + offset, channel_.peer(r).recv.at(offset), layout.size(r) * esize, args_.streaming));
+        directCopy(args_.recv + offset, slot_.peer(r).recv.at(offset), layout.size(r) * esize, args_.streaming));
   }
   return Status::ok();
 }
@@ -298,7 +299,7 @@ Status DirectPhase::gatherBlocks() {
 Status DirectPhase::postRound(PeerCompletion sent, PeerCompletion received) {
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
-    DirectChannel::Peer& peer = channel_.peer(r);
+    DirectSlot::Peer& peer = slot_.peer(r);
     PSDP_RETURN_IF_ERROR(op_.transport->recv(r, op_.tag, nullptr, 0, &(peer.*received)));
     PSDP_RETURN_IF_ERROR(op_.transport->send(r, op_.tag, nullptr, 0, &(peer.*sent)));
   }
@@ -309,7 +310,7 @@ Result<bool> DirectPhase::roundDone(PeerCompletion sent, PeerCompletion received
   bool all = true;
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
-    const DirectChannel::Peer& peer = channel_.peer(r);
+    const DirectSlot::Peer& peer = slot_.peer(r);
     for (const transport::Completion* c : {&(peer.*sent), &(peer.*received)}) {
       if (!c->isDone()) {
         all = false;
@@ -322,22 +323,22 @@ Result<bool> DirectPhase::roundDone(PeerCompletion sent, PeerCompletion received
 }
 
 std::string DirectPhase::waitingFor() const {
-  PeerCompletion sent = &DirectChannel::Peer::offer_sent;
-  PeerCompletion received = &DirectChannel::Peer::offer_received;
+  PeerCompletion sent = &DirectSlot::Peer::offer_sent;
+  PeerCompletion received = &DirectSlot::Peer::offer_received;
   const char* what = "direct offers";
   if (state_ == State::kMid) {
-    sent = &DirectChannel::Peer::mid_sent;
-    received = &DirectChannel::Peer::mid_received;
+    sent = &DirectSlot::Peer::mid_sent;
+    received = &DirectSlot::Peer::mid_received;
     what = "reduced blocks";
   } else if (state_ == State::kDone && ran_) {
-    sent = &DirectChannel::Peer::done_sent;
-    received = &DirectChannel::Peer::done_received;
+    sent = &DirectSlot::Peer::done_sent;
+    received = &DirectSlot::Peer::done_received;
     what = "direct completion";
   }
   std::string peers;
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
-    const DirectChannel::Peer& peer = channel_.peer(r);
+    const DirectSlot::Peer& peer = slot_.peer(r);
     if ((peer.*sent).isDone() && (peer.*received).isDone()) continue;
     peers += fmt::format("{}{}", peers.empty() ? "" : ", ", r);
   }

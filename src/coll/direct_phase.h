@@ -43,28 +43,21 @@ struct DirectArgs {
   bool cma = true;        // may run direct where some rank reads another with CMA
 };
 
-// What direct operations keep between calls, allocated once per communicator: the offer messages and their
-// completions, the peers' mapped segments, what is known of CMA, the resolved buffers and the tiles.
+// What direct operations keep between calls, allocated once per communicator: the peers' mapped segments,
+// what is known of each peer's process and of CMA, and the tiles the local work runs through (used by one
+// driving thread at a time).
 class DirectChannel {
  public:
   explicit DirectChannel(int nranks);
 
   struct Peer {
-    DirectOfferBytes incoming{};
-    transport::Completion offer_sent, offer_received, mid_sent, mid_received, done_sent, done_received;
-    DirectSource send;               // its buffers, as this process reads them
-    DirectSource recv;               // (all-reduce only)
-    std::byte* recv_here = nullptr;  // its output, where addressable here (all-reduce only)
-    bool cma_verified = false;       // a CMA read of its process has succeeded
+    transport::ProcessIdentity process;  // from its latest offer; pid 0 until one has arrived
+    bool cma_verified = false;           // a CMA read of its process has succeeded
   };
 
   Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
   const Peer& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
-  DirectOfferBytes& outgoing() { return outgoing_; }
   transport::PeerSegmentMap& segments() { return segments_; }
-  std::vector<DirectOffer>& offers() { return offers_; }
-  std::vector<DirectSource>& inputs() { return inputs_; }
-  std::vector<std::byte*>& outputs() { return outputs_; }
   DirectTiles tiles() const { return {result_tile_.get(), read_tile_.get()}; }
 
   // What this rank knows of its CMA reads of the other processes. The first failure stops all trying.
@@ -79,20 +72,46 @@ class DirectChannel {
 
   std::unique_ptr<Peer[]> peers_;
   int nranks_;
-  DirectOfferBytes outgoing_{};
   transport::PeerSegmentMap segments_;
-  std::vector<DirectOffer> offers_;
-  std::vector<DirectSource> inputs_;
-  std::vector<std::byte*> outputs_;
   std::unique_ptr<std::byte, Free> result_tile_;
   std::unique_ptr<std::byte, Free> read_tile_;
   Status cma_failure_;
 };
 
+// What one direct operation exchanges and resolves, in memory of the task slot it runs in (several
+// operations of a communicator run at once): the offer messages and the completions of its rounds with each
+// peer, and the peers' buffers as this process reaches them.
+class DirectSlot {
+ public:
+  explicit DirectSlot(int nranks);
+
+  struct Peer {
+    DirectOfferBytes incoming{};
+    transport::Completion offer_sent, offer_received, mid_sent, mid_received, done_sent, done_received;
+    DirectSource send;               // its buffers, as this process reads them
+    DirectSource recv;               // (all-reduce only)
+    std::byte* recv_here = nullptr;  // its output, where addressable here (all-reduce only)
+  };
+
+  Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
+  const Peer& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
+  DirectOfferBytes& outgoing() { return outgoing_; }
+  std::vector<DirectOffer>& offers() { return offers_; }
+  std::vector<DirectSource>& inputs() { return inputs_; }
+  std::vector<std::byte*>& outputs() { return outputs_; }
+
+ private:
+  std::unique_ptr<Peer[]> peers_;
+  DirectOfferBytes outgoing_{};
+  std::vector<DirectOffer> offers_;
+  std::vector<DirectSource> inputs_;
+  std::vector<std::byte*> outputs_;
+};
+
 class DirectPhase final : public Phase {
  public:
-  DirectPhase(const OpContext& op, const DirectArgs& args, DirectChannel& channel)
-      : op_(op), args_(args), channel_(channel) {}
+  DirectPhase(const OpContext& op, const DirectArgs& args, DirectChannel& channel, DirectSlot& slot)
+      : op_(op), args_(args), channel_(channel), slot_(slot) {}
 
   Result<Progress> advance() override;
   std::string waitingFor() const override;
@@ -112,10 +131,9 @@ class DirectPhase final : public Phase {
   // This rank's share; an all-reduce over CMA does its reduction here and its gather in gatherBlocks().
   Status runShare();
   Status gatherBlocks();
-  Status postRound(transport::Completion DirectChannel::Peer::*sent,
-                   transport::Completion DirectChannel::Peer::*received);
-  Result<bool> roundDone(transport::Completion DirectChannel::Peer::*sent,
-                         transport::Completion DirectChannel::Peer::*received) const;
+  Status postRound(transport::Completion DirectSlot::Peer::*sent, transport::Completion DirectSlot::Peer::*received);
+  Result<bool> roundDone(transport::Completion DirectSlot::Peer::*sent,
+                         transport::Completion DirectSlot::Peer::*received) const;
   BlockLayout allReduceBlocks() const;
   bool twoRounds() const { return ran_ && args_.kind == OpKind::kAllReduce && uses_cma_; }
   // The bytes of `rank`'s send and recv buffers that peers touch, as every rank offers them.
@@ -125,6 +143,7 @@ class DirectPhase final : public Phase {
   const OpContext& op_;
   const DirectArgs& args_;
   DirectChannel& channel_;
+  DirectSlot& slot_;
   State state_ = State::kPost;
   bool ran_ = false;
   bool uses_cma_ = false;

@@ -1,6 +1,6 @@
 // What one running collective needs from its communicator: the transport, the tag, the deadline, the
-// completions and the staging slots (both owned by Collectives, so that they outlive any operation a
-// failed collective leaves posted), and a label for messages.
+// completions and agreement messages of its task slot and its staging slots (all owned by Collectives, so
+// that they outlive any operation a failed collective leaves posted), and a label for messages.
 #pragma once
 
 #include <psdp/psdp.h>
@@ -13,7 +13,7 @@
 #include "base/deadline.h"
 #include "coll/op_header.h"
 #include "coll/op_header_check.h"
-#include "coll/staging_pool.h"
+#include "coll/staging_arena.h"
 #include "transport/transport.h"
 
 namespace psdp::coll {
@@ -41,8 +41,9 @@ struct OpContext {
   // depth() in-flight sends and receives at most; the ring keeps as many fragments of a block per round.
   CompletionRing* sends = nullptr;
   CompletionRing* recvs = nullptr;
-  // Slots [0, depth) take arriving fragments, [depth, 2*depth) hold partial sums being forwarded.
-  StagingPool* staging = nullptr;
+  // The ring's: [0, depth) take arriving fragments, [depth, 2*depth) hold partial sums being forwarded.
+  // Claimed from the communicator's arena when the stage that needs them starts; none before.
+  StagingSlots staging;
   AgreementChannel* agreement = nullptr;
 
   // What this rank called, as the agreement compares it and messages name it.

@@ -72,7 +72,7 @@ Status OpHeaderCheck::post(const OpContext& op) {
     AgreementChannel::Round& round = channel.round(r);
     round.sent.reset();
     round.received.reset();
-    PSDP_RETURN_IF_ERROR(op.transport->recv(fromPeer(op, r), makeHeaderTag(channel.contextId(), r),
+    PSDP_RETURN_IF_ERROR(op.transport->recv(fromPeer(op, r), makeHeaderTag(channel.contextId(), op.header.seq, r),
                                             round.incoming.data(), round.incoming.size(), &round.received));
   }
   return sendRound(op);
@@ -81,8 +81,8 @@ Status OpHeaderCheck::post(const OpContext& op) {
 Status OpHeaderCheck::sendRound(const OpContext& op) {
   AgreementChannel::Round& round = op.agreement->round(round_);
   round.outgoing = encodeOpAgreement(known_);
-  return op.transport->send(toPeer(op, round_), makeHeaderTag(op.agreement->contextId(), round_), round.outgoing.data(),
-                            round.outgoing.size(), &round.sent);
+  return op.transport->send(toPeer(op, round_), makeHeaderTag(op.agreement->contextId(), op.header.seq, round_),
+                            round.outgoing.data(), round.outgoing.size(), &round.sent);
 }
 
 Result<bool> OpHeaderCheck::poll(const OpContext& op) {

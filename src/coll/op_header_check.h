@@ -40,8 +40,10 @@ OpAgreementBytes encodeOpAgreement(const OpAgreement& agreement);
 // Errors: mismatch (wrong length, or a header that does not decode).
 Result<OpAgreement> decodeOpAgreement(const std::byte* data, size_t bytes);
 
-// The messages of one communicator's agreements: one per round and direction in flight at most, since
-// operations run one at a time, in memory that outlives whatever a failed operation leaves posted.
+// The messages of one task slot's agreements (coll/collectives.cc): one per round and direction in flight at
+// most, since a slot runs one operation at a time, in memory that outlives whatever a failed operation leaves
+// posted. The tags carry the operation's sequence number, so the agreements of operations in other slots never
+// match these.
 class AgreementChannel {
  public:
   struct Round {
@@ -66,7 +68,7 @@ class AgreementChannel {
 class OpHeaderCheck {
  public:
   // Posts the receives of every round and the send of the first. REQUIRES: op.nranks > 1; no other operation
-  // of op's communicator uses its channel until poll() has returned true or an error.
+  // uses op.agreement until poll() has returned true or an error.
   Status post(const OpContext& op);
   // True once every round has completed and no rank disagrees. Errors: mismatch naming two ranks that
   // disagree and what each called; the transport's error (a lost peer).

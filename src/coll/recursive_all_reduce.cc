@@ -65,14 +65,14 @@ void RecursiveAllReduce::plan(const RecursiveGroup& group) {
 
 Status RecursiveAllReduce::post() {
   const Step& step = plan_[step_];
-  std::byte* recv = step.into_output ? args_.output : op_.staging->slot(0);
+  std::byte* recv = step.into_output ? args_.output : op_.staging.slot(0);
   return exchange_.post(step.send_peer, args_.output, bytes(), step.recv_peer, recv, bytes());
 }
 
 void RecursiveAllReduce::finish() {
   const Step& step = plan_[step_];
   if (step.combine) {
-    const std::byte* theirs = op_.staging->slot(0);
+    const std::byte* theirs = op_.staging.slot(0);
     std::byte* mine = args_.output;
     // Both partners pass the same vectors in the same operand order, so they compute the same bits.
     if (step.theirs_low) {

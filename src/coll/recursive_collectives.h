@@ -34,7 +34,7 @@ struct RecursiveAllReduceArgs {
   ReduceKernel prescale;  // premul-sum only (scalesInput()): scales this rank's input once, at the start
 };
 
-// REQUIRES: op.nranks >= 2, count >= 1, count * elem_size <= op.staging->slotBytes(); `op` and `args`
+// REQUIRES: op.nranks >= 2, count >= 1, count * elem_size <= op.staging.slot_bytes; `op` and `args`
 // outlive the phase.
 std::unique_ptr<Phase> startRecursiveAllReduce(const OpContext& op, const RecursiveAllReduceArgs& args);
 
@@ -48,7 +48,7 @@ struct RecursiveReduceScatterArgs {
 };
 
 // REQUIRES: op.nranks a power of two >= 2, block_count >= 1, (nranks/2) * block_count * elem_size <=
-// op.staging->slotBytes(), three staging slots.
+// op.staging.slot_bytes, three staging slots.
 std::unique_ptr<Phase> startRecursiveReduceScatter(const OpContext& op, const RecursiveReduceScatterArgs& args);
 
 struct RecursiveAllGatherArgs {

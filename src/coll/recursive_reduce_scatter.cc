@@ -37,7 +37,7 @@ class RecursiveReduceScatter final : public ExchangeSteps {
   // Block b of the current partial sums: the input at step 0, slot 0 (whose first block is work_lo_) later.
   const std::byte* partial(int block) const {
     if (step_ == 0) return args_.input + static_cast<size_t>(block) * blockBytes();
-    return op_.staging->slot(0) + static_cast<size_t>(block - work_lo_) * blockBytes();
+    return op_.staging.slot(0) + static_cast<size_t>(block - work_lo_) * blockBytes();
   }
 
   const RecursiveReduceScatterArgs& args_;
@@ -50,21 +50,21 @@ Status RecursiveReduceScatter::post() {
   const std::byte* send = partial(sentLo());
   // Input that leaves this rank uncombined is scaled first (premul-sum); it is combined nowhere else.
   if (step_ == 0 && args_.kernel.scalesInput()) {
-    std::byte* scaled = op_.staging->slot(2);
+    std::byte* scaled = op_.staging.slot(2);
     args_.kernel.scaleInput(scaled, send, static_cast<size_t>(distance()) * args_.block_count);
     send = scaled;
   }
   int peer = op_.rank ^ distance();
-  return exchange_.post(peer, send, halfBytes(), peer, op_.staging->slot(1), halfBytes());
+  return exchange_.post(peer, send, halfBytes(), peer, op_.staging.slot(1), halfBytes());
 }
 
 void RecursiveReduceScatter::finish() {
   const bool last = step_ + 1 == steps_;
-  const std::byte* theirs = op_.staging->slot(1);
+  const std::byte* theirs = op_.staging.slot(1);
   const std::byte* mine = partial(keptLo());
   // Step 0 fills slot 0 with the kept half; later steps combine in place there (dst exactly own).
   if (step_ == 0) work_lo_ = keptLo();
-  std::byte* dst = last ? args_.output : op_.staging->slot(0) + static_cast<size_t>(keptLo() - work_lo_) * blockBytes();
+  std::byte* dst = last ? args_.output : op_.staging.slot(0) + static_cast<size_t>(keptLo() - work_lo_) * blockBytes();
   size_t elems = static_cast<size_t>(distance()) * args_.block_count;
   // Step 0 combines this rank's own input, scaled by the kernel for premul-sum; later steps only add.
   const ReduceKernel& kernel = step_ == 0 ? args_.kernel : args_.sum;

@@ -48,8 +48,8 @@ class RingReduceScatter final : public Phase {
   Result<bool> forwardReady() const;
 
   uint64_t depth() const { return static_cast<uint64_t>(op_.depth()); }
-  std::byte* recvSlot(uint64_t index) const { return op_.staging->slot(static_cast<int>(index % depth())); }
-  std::byte* sendSlot(uint64_t index) const { return op_.staging->slot(static_cast<int>(depth() + index % depth())); }
+  std::byte* recvSlot(uint64_t index) const { return op_.staging.slot(static_cast<int>(index % depth())); }
+  std::byte* sendSlot(uint64_t index) const { return op_.staging.slot(static_cast<int>(depth() + index % depth())); }
 
   const OpContext& op_;
   const RingReduceScatterArgs& args_;

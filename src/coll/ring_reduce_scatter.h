@@ -20,7 +20,7 @@ struct RingReduceScatterArgs {
   std::byte* output = nullptr;       // receives the reduction of block op.rank; may be that block of input
   BlockLayout layout{0, 1};
   size_t elem_size = 0;
-  size_t frag_elems = 0;  // REQUIRES: frag_elems * elem_size <= op.staging->slotBytes()
+  size_t frag_elems = 0;  // REQUIRES: frag_elems * elem_size <= op.staging.slot_bytes
   ReduceKernel kernel;
 };
 

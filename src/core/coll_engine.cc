@@ -1,5 +1,7 @@
 #include "core/coll_engine.h"
 
+#include <algorithm>
+
 namespace psdp::core {
 namespace {
 
@@ -30,7 +32,7 @@ CollEngine::~CollEngine() {
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   std::lock_guard drive(drive_mutex_);
-  failAll(Status::invalidUsage("the communicator was destroyed before the operation completed"));
+  failAll(Status::invalidUsage("the communicator was destroyed before the operation completed"), nullptr);
 }
 
 Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask> task, bool wake_thread) {
@@ -109,62 +111,82 @@ void CollEngine::driveOnce(const Deadline* until) {
   // Read the counter before advancing, so that a completion landing after the check still wakes us.
   uint32_t seen = transport_.eventCount();
   if (advanceQueue()) return;
-  std::shared_ptr<Request> request = head();
-  if (!request) return;
-  coll::CollTask& task = *request->task_;
-  if (task.deadline().expired()) {
-    Status timeout = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
-    task.abandon(timeout);
-    failEverything(timeout);
-    return;
+  // The started tasks are the front of the queue (tasks start in order): each has its own deadline.
+  std::shared_ptr<Request> oldest;
+  const Deadline* earliest = nullptr;
+  for (size_t i = 0;; ++i) {
+    std::shared_ptr<Request> request = at(i);
+    if (!request || !request->started_) break;
+    coll::CollTask& task = *request->task_;
+    if (task.deadline().expired()) {
+      Status timeout = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
+      task.abandon(timeout);
+      failEverything(timeout, request);
+      return;
+    }
+    if (!oldest) oldest = request;
+    if (earliest == nullptr || task.deadline().timePoint() < earliest->timePoint()) earliest = &task.deadline();
   }
+  if (!oldest) return;
   // The poll window of test() starts only now: advancing may take longer than the window itself, and the
   // transport must still get its turn.
   Deadline poll = Deadline::after(kTestPollSeconds);
-  // A lost peer fails the task even when it waits only on healthy ones: they may wait on the lost one. A
+  // A lost peer fails the tasks even when they wait only on healthy ones: those may wait on the lost one. A
   // failure recorded after `seen` was read wakes the wait; one recorded before it (by the transport's
   // progress thread, between two rounds) bumped the count already and would let the wait run to the
   // deadline, so it is looked for first.
   Status waited = transport_.failure();
   if (waited.isOk()) {
-    waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, task.deadline()));
+    waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, *earliest));
     if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) waited = transport_.failure();
   }
   if (waited.isOk()) return;
-  task.abandon(waited);
-  failEverything(waited.withContext(task.describe()));
+  oldest->task_->abandon(waited);
+  failEverything(waited.withContext(oldest->task_->describe()), oldest);
 }
 
+// One pass over the queue in posting order: starts every task whose turn has come (in order: one that cannot
+// start yet holds back the ones behind it) and advances every started one until it blocks or completes.
 bool CollEngine::advanceQueue() {
   bool moved = false;
-  while (std::shared_ptr<Request> request = head()) {
+  size_t i = 0;
+  while (std::shared_ptr<Request> request = at(i)) {
     coll::CollTask& task = *request->task_;
     if (!request->started_) {
+      if (!task.canStart()) break;
       task.start(Deadline::after(timeout_s_));
       request->started_ = true;
       moved = true;
     }
-    Result<coll::Progress> progress = task.advance();
+    // As far as it goes: a task that moved can usually move again at once (its next fragment, its next round).
+    Result<coll::Progress> progress = coll::Progress::kAdvanced;
+    for (int steps = 0; progress.isOk() && progress.value() == coll::Progress::kAdvanced; ++steps) {
+      progress = task.advance();
+      moved |= steps > 0 || (progress.isOk() && progress.value() != coll::Progress::kBlocked);
+    }
     if (!progress.isOk()) {
-      failEverything(progress.status());
+      failEverything(progress.status(), request);
       return true;
     }
-    if (progress.value() == coll::Progress::kBlocked) return moved;
-    moved = true;
-    if (progress.value() == coll::Progress::kDone) complete(request, Status::ok());
+    if (progress.value() == coll::Progress::kDone) {
+      complete(request, Status::ok());  // leaves the queue: the next one is at i now
+      continue;
+    }
+    ++i;
   }
   return moved;
 }
 
-std::shared_ptr<Request> CollEngine::head() {
+std::shared_ptr<Request> CollEngine::at(size_t index) {
   std::lock_guard lock(mutex_);
-  return queue_.empty() ? nullptr : queue_.front();
+  return index < queue_.size() ? queue_[index] : nullptr;
 }
 
 void CollEngine::complete(const std::shared_ptr<Request>& request, const Status& status) {
   {
     std::lock_guard lock(mutex_);
-    if (!queue_.empty() && queue_.front() == request) queue_.pop_front();
+    auto it = std::find(queue_.begin(), queue_.end(), request);
+    if (it != queue_.end()) queue_.erase(it);
     request->task_.reset();
     request->status_ = status;
     request->done_.store(true, std::memory_order_release);
@@ -172,13 +194,13 @@ void CollEngine::complete(const std::shared_ptr<Request>& request, const Status&
   done_cv_.notify_all();
 }
 
-void CollEngine::failEverything(const Status& status) {
+void CollEngine::failEverything(const Status& status, const std::shared_ptr<Request>& failed) {
   transport_.fail(status);
-  failAll(status);
+  failAll(status, failed);
 }
 
-// The head carries the error itself; the requests behind it never started and say why they failed.
-void CollEngine::failAll(const Status& status) {
+// The failed task carries the error itself; the others say why they failed with it.
+void CollEngine::failAll(const Status& status, const std::shared_ptr<Request>& failed) {
   std::deque<std::shared_ptr<Request>> queued;
   {
     std::lock_guard lock(mutex_);
@@ -188,9 +210,11 @@ void CollEngine::failAll(const Status& status) {
   if (!queued.empty() && status.code() != PSDP_ERR_INVALID_USAGE) {
     log().error("collectives failed, {} queued operation(s) cancelled: {}", queued.size(), status.toString());
   }
-  for (size_t i = 0; i < queued.size(); ++i) {
-    Status own = i == 0 ? status : status.withContext("not started, an earlier operation failed");
-    complete(queued[i], own);
+  for (const std::shared_ptr<Request>& request : queued) {
+    Status own = request == failed || (!failed && request == queued.front()) ? status
+                 : request->started_ ? status.withContext("in flight when another operation failed")
+                                     : status.withContext("not started, an earlier operation failed");
+    complete(request, own);
   }
 }
 

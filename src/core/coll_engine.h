@@ -1,17 +1,18 @@
-// The progress engine of one communicator: a queue of posted collectives (coll::CollTask) run one at a time
-// in posting order, and the driving of the transport they wait on.
+// The progress engine of one communicator: a queue of posted collectives (coll::CollTask), started in posting
+// order as their task slots free up (up to coll::kMaxTasksInFlight run at once) and completed in any order,
+// and the driving of the transport they wait on.
 //
 // Progress: with a background thread (PSDP_PROGRESS=thread) one psdp thread per communicator advances the
-// head task and waits on the transport's events (the transport runs its own progress thread), and
+// started tasks and waits on the transport's events (the transport runs its own progress thread), and
 // sleeps on a condition variable while the queue is empty; users only wait for their request to be marked
 // done. Without it (PSDP_PROGRESS=caller), test() and wait() drive the queue in the calling thread.
 //
-// Ordering and staging: tasks share their Collectives' staging slots and completions, so exactly one task is
-// between start() and done at any time; the next one starts when the head completes, with its own deadline
-// (PSDP_TIMEOUT from its start, not from its post, so a long queue does not time out work not yet begun).
+// Ordering: each task runs in a task slot of its Collectives and claims staging in sequence order
+// (coll/collectives.h); it starts with its own deadline (PSDP_TIMEOUT from its start, not from its post, so a
+// long queue does not time out work not yet begun).
 //
-// Failure: the first error or timeout of a task fails the engine: that request and every queued one complete
-// with the error, and post() refuses new work.
+// Failure: the first error or timeout of a task fails the engine: that request and every other one, started
+// or queued, complete with the error, and post() refuses new work.
 #pragma once
 
 #include <atomic>
@@ -84,18 +85,20 @@ class CollEngine {
 
  private:
   void threadMain();
-  // One round, under drive_mutex_: advances the queue as far as it goes, then waits on the transport until
-  // an event or `until` (bounded by the head task's deadline); until nullptr: polls it for a few
-  // microseconds (test()).
+  // One round, under drive_mutex_: advances the queue once over, then, if nothing moved, waits on the
+  // transport until an event or `until` (bounded by the started tasks' deadlines); until nullptr: polls it
+  // for a few microseconds (test()).
   void driveOnce(const Deadline* until);
-  // Advances queued tasks until the head blocks (true: something moved) or the queue empties.
+  // Starts and advances queued tasks once each (true: something moved).
   bool advanceQueue();
-  std::shared_ptr<Request> head();
+  // The queued request at `index`, or nullptr past the end.
+  std::shared_ptr<Request> at(size_t index);
   void complete(const std::shared_ptr<Request>& request, const Status& status);
   // A fatal error: the transport is failed first (fail-stop), so that no transfer still references a
-  // caller's buffer when the requests complete, then every queued request completes with `status`.
-  void failEverything(const Status& status);
-  void failAll(const Status& status);
+  // caller's buffer when the requests complete, then every queued request completes: `failed` (or, for
+  // nullptr, the oldest) with `status`, the others with it as the reason.
+  void failEverything(const Status& status, const std::shared_ptr<Request>& failed);
+  void failAll(const Status& status, const std::shared_ptr<Request>& failed);
   spdlog::logger& log() const { return log_ ? *log_ : processLog(); }
 
   transport::Transport& transport_;

@@ -22,7 +22,7 @@ namespace psdp::transport {
 // rank, so a recv from `peer` never matches a message of another peer. Messages between one pair of ranks
 // with equal tags match in the order they were posted.
 using Tag = uint64_t;
-inline constexpr int kTagBits = 40;
+inline constexpr int kTagBits = 45;
 inline constexpr Tag kTagMask = (Tag{1} << kTagBits) - 1;
 // The top bit of the caller's tag space is the backends': it tags their own messages (UCX: connect()'s
 // wire-up exchange). send/recv reject caller tags with it set (invalid argument).

@@ -94,6 +94,20 @@ TEST(PerfOptions, AllDtypesAndOpsAndSpellings) {
   }
 }
 
+// nccl-tests' -m (agg_iters): operations in flight per iteration.
+TEST(PerfOptions, AggregatedOperations) {
+  Options o;
+  std::string error;
+  EXPECT_EQ(o.agg, 1);
+  ASSERT_TRUE(parse({"ar", "-m", "64"}, &o, &error)) << error;
+  EXPECT_EQ(o.agg, 64);
+  Options long_form;
+  ASSERT_TRUE(parse({"ar", "--agg_iters", "8"}, &long_form, &error)) << error;
+  EXPECT_EQ(long_form.agg, 8);
+  EXPECT_NE(parseError({"ar", "-m", "0"}).find("-m"), std::string::npos);
+  EXPECT_NE(parseError({"ar", "-m", "5000"}).find("-m"), std::string::npos);
+}
+
 TEST(PerfOptions, BadInputIsRejectedWithAMessage) {
   EXPECT_NE(parseError({"gather"}).find("unknown collective 'gather'"), std::string::npos);
   EXPECT_NE(parseError({"ar", "-b", "1X"}).find("-b"), std::string::npos);

@@ -73,6 +73,15 @@ for r in d["results"]:
         assert r[k]["wrong"] == 0 and r[k]["time_us"] > 0 and r[k]["busbw"] > 0, r
 PY
     done
+    # Eight calls in flight per iteration (-m), each on its own slice of the buffers.
+    "$run" -n 2 --timeout 150 -- "$perf" "$mode" -b 64K -e 1M -f 4 -w 1 -n 2 -c 1 -m 8 -J "$tmp/m.json" >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    [[ $rc -eq 0 ]] || fail "psdp-perf $mode -m 8 exited $rc"
+    check_table "$tmp/out"
+    grep -q "8 in flight" "$tmp/out" || fail "-m 8: the header does not say 8 in flight"
+    python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["agg_iters"] == 8, d' "$tmp/m.json" ||
+      fail "-m 8: JSON agg_iters"
     ;;
   all)
     # Exit 0: everything ran and verified. Exit 3: some combination is unsupported by this build, and each such

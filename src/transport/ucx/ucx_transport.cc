@@ -25,8 +25,8 @@
 namespace psdp::transport::ucx {
 namespace {
 
-// The wire tag puts the sender's rank above the caller's 40 bits; receivers match all 64 bits, so a recv
-// from `peer` only ever matches that peer's messages.
+// The wire tag puts the sender's rank above the caller's kTagBits (45) bits, so at most 2^19 ranks; receivers match all
+// 64 bits, so a recv from `peer` only ever matches that peer's messages.
 constexpr int kMaxRanks = 1 << (64 - kTagBits);
 constexpr ucp_tag_t kFullTagMask = ~ucp_tag_t{0};
 constexpr Tag kWireupTag = kReservedTagBit;

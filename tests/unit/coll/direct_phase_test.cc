@@ -19,8 +19,8 @@ ProcessIdentity anotherProcessHere() {
 TEST(DirectChannelTest, CmaIsUnknownUntilEveryOtherProcessWasRead) {
   DirectChannel channel(3);
   EXPECT_EQ(channel.cmaReach(0), CmaReach::kUnknown) << "no offer seen yet";
-  channel.offers()[1].process = ProcessIdentity::self();
-  channel.offers()[2].process = anotherProcessHere();
+  channel.peer(1).process = ProcessIdentity::self();
+  channel.peer(2).process = anotherProcessHere();
   EXPECT_EQ(channel.cmaReach(0), CmaReach::kUnknown) << "rank 2 is another process, not read yet";
   channel.peer(2).cma_verified = true;
   EXPECT_EQ(channel.cmaReach(0), CmaReach::kYes);
@@ -28,16 +28,16 @@ TEST(DirectChannelTest, CmaIsUnknownUntilEveryOtherProcessWasRead) {
 
 TEST(DirectChannelTest, PeersOfThisProcessOrBeyondCmaLeaveNothingToLearn) {
   DirectChannel channel(3);
-  channel.offers()[1].process = ProcessIdentity::self();
+  channel.peer(1).process = ProcessIdentity::self();
   ProcessIdentity elsewhere = anotherProcessHere();
   elsewhere.pid_namespace ^= 1;  // another pid namespace: CMA could not name it
-  channel.offers()[2].process = elsewhere;
+  channel.peer(2).process = elsewhere;
   EXPECT_EQ(channel.cmaReach(0), CmaReach::kYes);
 }
 
 TEST(DirectChannelTest, AFailedReadSaysNoForGood) {
   DirectChannel channel(2);
-  channel.offers()[1].process = anotherProcessHere();
+  channel.peer(1).process = anotherProcessHere();
   channel.peer(1).cma_verified = true;
   channel.cmaFailed(Status::system("process_vm_readv: Operation not permitted"));
   EXPECT_EQ(channel.cmaReach(0), CmaReach::kNo);

@@ -13,21 +13,26 @@ TEST(TagTest, FieldsStayInTheirBitsAndTheTopBitIsNeverSet) {
   transport::Tag all = makeTag(0xffffffffu, 0xffffffffu);
   EXPECT_EQ(all & ~transport::kTagMask, 0u);
   EXPECT_EQ(all & kTopBit, 0u);
-  EXPECT_EQ(all | kTagHeaderBit, kTopBit - 1);
+  transport::Tag every_header = makeHeaderTag(0xffffffffu, 0xffffffffu, kMaxAgreementRounds - 1);
+  EXPECT_EQ(every_header, kTopBit - 1);
 }
 
-// No sequence number gives a data tag equal to an agreement round's, in any context.
-TEST(TagTest, TheAgreementChannelIsApartFromEveryOperation) {
+// No data tag equals an agreement round's, in any context, and the rounds of two operations differ.
+TEST(TagTest, TheAgreementOfEveryOperationIsApartFromAllData) {
   for (uint32_t context : {0u, 1u, 0xffffu}) {
-    for (int round : {0, 1, 31}) {
-      transport::Tag header = makeHeaderTag(context, round);
-      EXPECT_EQ(header & kTagHeaderBit, kTagHeaderBit);
-      EXPECT_EQ(header & ~kTagHeaderBit, makeTag(context, static_cast<uint32_t>(round)));
-      for (uint32_t seq : {0u, 1u, static_cast<uint32_t>(kTagSeqMask), ~0u}) EXPECT_NE(makeTag(context, seq), header);
+    for (uint32_t op : {0u, 1u, static_cast<uint32_t>(kTagSeqMask)}) {
+      for (int round : {0, 1, kMaxAgreementRounds - 1}) {
+        transport::Tag header = makeHeaderTag(context, op, round);
+        EXPECT_EQ(header & kTagHeaderBit, kTagHeaderBit);
+        for (uint32_t seq : {0u, 1u, static_cast<uint32_t>(kTagSeqMask), ~0u}) {
+          EXPECT_NE(makeTag(context, seq), header);
+        }
+      }
     }
   }
-  EXPECT_NE(makeHeaderTag(1, 0), makeHeaderTag(2, 0));
-  EXPECT_NE(makeHeaderTag(1, 0), makeHeaderTag(1, 1));
+  EXPECT_NE(makeHeaderTag(1, 0, 0), makeHeaderTag(2, 0, 0));
+  EXPECT_NE(makeHeaderTag(1, 0, 0), makeHeaderTag(1, 0, 1));
+  EXPECT_NE(makeHeaderTag(1, 3, 2), makeHeaderTag(1, 4, 2));
 }
 
 TEST(TagTest, SequenceWrapsWithoutTouchingTheContext) {
@@ -36,6 +41,7 @@ TEST(TagTest, SequenceWrapsWithoutTouchingTheContext) {
   EXPECT_NE(makeTag(7, 1), makeTag(7, 2));
   // Only the low 16 bits of the context id are kept.
   EXPECT_EQ(makeTag(0x10007, 3), makeTag(7, 3));
+  EXPECT_EQ(makeHeaderTag(7, static_cast<uint32_t>(kTagSeqMask) + 2, 1), makeHeaderTag(7, 1, 1));
 }
 
 }  // namespace
