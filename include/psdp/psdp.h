@@ -167,12 +167,14 @@ typedef struct psdp_config {
   const char* topo_file;     /* PSDP_TOPO_FILE: hwloc or NCCL topology XML to map ranks with; unset: NULL (live) */
   const char* host_id;       /* PSDP_HOST_ID: which ranks share a host for the mapper; unset: NULL (hostname) */
   const char* gpu_bus_id;    /* PSDP_GPU_BUS_ID: PCI bus id of this rank's GPU; unset: NULL (CPU-only) */
+  int max_in_flight;         /* PSDP_MAX_IN_FLIGHT: operations of one communicator posted and not yet complete
+                                at most (a nonblocking call beyond it first waits for the oldest); unset: 0 */
 } psdp_config_t;
 
 #define PSDP_CONFIG_INITIALIZER                                                                             \
   {                                                                                                         \
     sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL                                     \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0                                  \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256
@@ -286,14 +288,15 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
  * Blocking (request_p == NULL): returns once this rank's result is in recvbuf, or at the timeout.
  * Nonblocking (request_p != NULL): returns at once with a request; the operation progresses in the
  * background (PSDP_PROGRESS=thread) or inside psdp_request_test/wait (PSDP_PROGRESS=caller). Buffers must
- * stay untouched until the request completes. Any number of requests may be outstanding: up to 8 of them
- * run at once, the others start in posting order as running ones complete, and they complete in any order
- * (wait for them in any order). One thread at a time may post on a communicator (the ranks must agree on the
- * order of collectives anyway). The communicator's timeout (PSDP_TIMEOUT) bounds each operation from the
- * moment it starts, not from its post.
- * In-place, as in NCCL: reduce-scatter with recvbuf == sendbuf + rank*recvcount, all-gather with
- * sendbuf == recvbuf + rank*sendcount, all-reduce and broadcast with sendbuf == recvbuf. Any other overlap
- * of sendbuf and recvbuf is an invalid argument.
+ * stay untouched until the request completes. Up to PSDP_MAX_IN_FLIGHT operations (default 64) of one
+ * communicator may be incomplete at once; a call beyond that first waits for the oldest to complete (driving
+ * progress itself under PSDP_PROGRESS=caller; a timeout error if it does not within PSDP_TIMEOUT). Up to 8 of
+ * them run at once, the others start in posting order as running ones complete, and they complete in any
+ * order (wait for them in any order). After the first calls, a collective allocates no memory. One thread at a time may
+ * post on a communicator (the ranks must agree on the order of collectives anyway). The communicator's timeout
+ * (PSDP_TIMEOUT) bounds each operation from the moment it starts, not from its post. In-place, as in NCCL:
+ * reduce-scatter with recvbuf == sendbuf + rank*recvcount, all-gather with sendbuf == recvbuf + rank*sendcount,
+ * all-reduce and broadcast with sendbuf == recvbuf. Any other overlap of sendbuf and recvbuf is an invalid argument.
  * Alignment: sendbuf and recvbuf must be aligned to their element size (2 bytes for float16, 4 for
  * float32, ...), as the compiler aligns an array of that type; a misaligned one is an invalid argument naming
  * it ("sendbuf 0x...c01 is not aligned to the 4-byte float32 element"). NULL is allowed only with count 0.

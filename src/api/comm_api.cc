@@ -25,6 +25,8 @@ Result<Config> resolveConfig(const psdp_config_t* config) {
 
 // Wraps a new communicator into a handle that the registry knows.
 Status publish(std::unique_ptr<psdp::core::Communicator> impl, psdp_comm_h* comm_p) {
+  // Request handles for a full queue are made now, so that nonblocking calls allocate nothing.
+  psdp_request::prime(impl->config().max_in_flight);
   auto handle = std::make_unique<psdp_comm>();
   handle->impl = std::move(impl);
   psdp::api::registerHandle(handle.get());

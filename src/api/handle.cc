@@ -1,6 +1,7 @@
 #include "api/handle.h"
 
 #include <shared_mutex>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace psdp::api {
@@ -9,7 +10,10 @@ namespace {
 struct HandleRegistry {
   std::shared_mutex mutex;
   std::unordered_set<psdp_comm_h> live;
-  std::unordered_set<psdp_request_h> live_requests;
+  // Every request handle ever made, and whether it is live. Request memory is recycled (psdp_request), so
+  // the map stops growing at the most requests alive at once, and registering allocates nothing after that.
+  // Liveness is kept here rather than in the request, which must not be read once freed.
+  std::unordered_map<psdp_request_h, bool> requests;
 };
 
 HandleRegistry& registry() {
@@ -44,18 +48,31 @@ Status checkHandle(psdp_comm_h comm, const char* arg_name) {
 
 void registerRequest(psdp_request_h request) {
   std::unique_lock lock(registry().mutex);
-  registry().live_requests.insert(request);
+  registry().requests[request] = true;
 }
 
 bool unregisterRequest(psdp_request_h request) {
   std::unique_lock lock(registry().mutex);
-  return registry().live_requests.erase(request) != 0;
+  auto it = registry().requests.find(request);
+  if (it == registry().requests.end() || !it->second) return false;
+  it->second = false;
+  return true;
 }
+
+namespace {
+
+// REQUIRES: the registry's mutex is held.
+bool isLiveRequest(psdp_request_h request) {
+  auto it = registry().requests.find(request);
+  return it != registry().requests.end() && it->second;
+}
+
+}  // namespace
 
 Status checkRequest(psdp_request_h request, const char* arg_name) {
   if (request == nullptr) return Status::invalidArgument("{} is NULL", arg_name);
   std::shared_lock lock(registry().mutex);
-  if (registry().live_requests.count(request) == 0) {
+  if (!isLiveRequest(request)) {
     return Status::invalidUsage("{} is not a live request (already freed, or not made by a psdp collective)", arg_name);
   }
   return Status::ok();
@@ -63,7 +80,7 @@ Status checkRequest(psdp_request_h request, const char* arg_name) {
 
 psdp_comm_h requestComm(psdp_request_h request) {
   std::shared_lock lock(registry().mutex);
-  if (registry().live_requests.count(request) == 0) return nullptr;
+  if (!isLiveRequest(request)) return nullptr;
   return registry().live.count(request->comm) != 0 ? request->comm : nullptr;
 }
 

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/recycled.h"
 #include "base/status.h"
 #include "core/communicator.h"
 
@@ -20,8 +21,9 @@ struct psdp_comm {
 
 // What a psdp_request_h points to: the engine's request, and the communicator it belongs to (for the
 // last error, and to drive progress while the request is pending: destroying the communicator completes
-// every request of it, so a pending request always has a live communicator).
-struct psdp_request {
+// every request of it, so a pending request always has a live communicator). Recycled: its memory is reused
+// by later requests, never returned, so posting allocates nothing once warmed up.
+struct psdp_request : psdp::Recycled<psdp_request> {
   std::shared_ptr<psdp::core::Request> impl;
   psdp_comm_h comm = nullptr;
 };

@@ -31,6 +31,7 @@ const char* paramSourceName(ParamSource source);
 struct Config {
   double timeout_s = 0;
   size_t chunk_bytes = 0;
+  size_t max_in_flight = 0;
   psdp_log_level_t log_level = PSDP_LOG_WARN;
   std::string log_file;       // empty: stderr
   std::string socket_ifname;  // empty: pick automatically

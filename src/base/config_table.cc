@@ -85,6 +85,9 @@ Result<std::string> normalizeBusId(std::string_view text) {
   return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", domain, bus, device, function);
 }
 
+// PSDP_MAX_IN_FLIGHT's upper bound: the engine reserves its queue for this many requests.
+constexpr long long kMaxInFlightLimit = 65536;
+
 const ParamSpec kParamTable[] = {
     {"timeout", "PSDP_TIMEOUT", "seconds", "600",
      "Longest time any blocking call (init, collective, wait, finalize) may take; on expiry the call returns "
@@ -118,6 +121,23 @@ const ParamSpec kParamTable[] = {
        return Status::ok();
      },
      [](const Config& c) { return std::to_string(c.chunk_bytes); }},
+
+    {"max_in_flight", "PSDP_MAX_IN_FLIGHT", "count", "64",
+     "Operations of one communicator posted and not yet complete at most; a nonblocking call beyond it first waits "
+     "for the oldest to complete (driving progress itself with PSDP_PROGRESS=caller), so memory stays bounded.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, max_in_flight) || u.max_in_flight == 0) return std::nullopt;
+       return fmt::format("{}", u.max_in_flight);
+     },
+     [](std::string_view text, Config& c) -> Status {
+       auto v = parseInteger(text);
+       if (!v.isOk() || v.value() < 1 || v.value() > kMaxInFlightLimit) {
+         return Status::invalidArgument("'{}' is not a count between 1 and {}", text, kMaxInFlightLimit);
+       }
+       c.max_in_flight = static_cast<size_t>(v.value());
+       return Status::ok();
+     },
+     [](const Config& c) { return std::to_string(c.max_in_flight); }},
 
     {"log_level", "PSDP_LOG_LEVEL", "off|error|warn|info|debug|trace", "warn", "Least severe message that is logged.",
      [](const psdp_config_t& u) -> std::optional<std::string> {

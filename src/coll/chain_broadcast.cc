@@ -111,11 +111,11 @@ Status ChainBroadcast::postSends() {
 
 }  // namespace
 
-std::unique_ptr<Phase> startChainBroadcast(const OpContext& op, const ChainBroadcastArgs& args) {
+PhasePtr startChainBroadcast(PhaseStorage& storage, const OpContext& op, const ChainBroadcastArgs& args) {
   if (op.rank == args.root && args.input != args.output) {
     std::memcpy(args.output, args.input, args.count * args.elem_size);
   }
-  return std::make_unique<ChainBroadcast>(op, args);
+  return PhasePtr(storage.make<ChainBroadcast>(op, args));
 }
 
 }  // namespace psdp::coll

@@ -24,6 +24,6 @@ struct ChainBroadcastArgs {
 
 // REQUIRES: op.nranks >= 2, args.count > 0; `op` and `args` outlive the returned phase. On the root, copies
 // input into output now when they differ.
-std::unique_ptr<Phase> startChainBroadcast(const OpContext& op, const ChainBroadcastArgs& args);
+PhasePtr startChainBroadcast(PhaseStorage& storage, const OpContext& op, const ChainBroadcastArgs& args);
 
 }  // namespace psdp::coll

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/recycled.h"
 #include "coll/chain_broadcast.h"
 #include "coll/direct_kernels.h"
 #include "coll/direct_phase.h"
@@ -107,12 +108,13 @@ struct TaskSlot {
   CompletionRing recvs{kDepth};
   AgreementChannel agreement;
   DirectSlot direct;
+  PhaseStorage phase;  // the running stage's
   bool busy = false;
   // The last task's direct outcome, applied to the backoff when the next task starts here.
   DirectOutcome outcome = DirectOutcome::kNone;
 };
 
-class RingTask final : public CollTask {
+class RingTask final : public CollTask, public Recycled<RingTask> {
  public:
   RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan) : owner_(owner), op_(op), plan_(plan) {}
   // Gives the task slot and any staging back.
@@ -126,7 +128,7 @@ class RingTask final : public CollTask {
   void abandon(const Status& status) override;
 
  private:
-  std::unique_ptr<Phase> startStage(Stage stage);
+  PhasePtr startStage(Stage stage);
   Result<Progress> advanceStages();
   // Claims the staging of the stages still to run (`needed`), or passes this task's turn: false while an
   // earlier task has not taken its turn or holds the memory.
@@ -140,7 +142,7 @@ class RingTask final : public CollTask {
   OpContext op_;
   TaskPlan plan_;
   int next_stage_ = 0;
-  std::unique_ptr<Phase> phase_;
+  PhasePtr phase_;                       // in slot_->phase
   DirectPhase* direct_phase_ = nullptr;  // phase_, while it is the direct phase
   bool stages_done_ = false;
   bool exchanges_header_ = false;
@@ -216,6 +218,7 @@ class RingCollectives final : public Collectives {
 // ---- RingTask ------------------------------------------------------------------------------------------
 
 RingTask::~RingTask() {
+  phase_.reset();  // before the slot holding it is handed on
   if (slot_ == nullptr) return;
   if (staging_claimed_) owner_.arena().release(op_.header.seq);
   slot_->busy = false;
@@ -359,19 +362,18 @@ void RingTask::abandon(const Status& status) {
   owner_.fail(op_, status);
 }
 
-std::unique_ptr<Phase> RingTask::startStage(Stage stage) {
+PhasePtr RingTask::startStage(Stage stage) {
   switch (stage) {
     case Stage::kDirect: {
-      auto direct = std::make_unique<DirectPhase>(op_, plan_.direct, owner_.directChannel(), slot_->direct);
-      direct_phase_ = direct.get();
-      return direct;
+      direct_phase_ = slot_->phase.make<DirectPhase>(op_, plan_.direct, owner_.directChannel(), slot_->direct);
+      return PhasePtr(direct_phase_);
     }
-    case Stage::kReduceScatter: return startRingReduceScatter(op_, plan_.reduce);
-    case Stage::kAllGather: return startRingAllGather(op_, plan_.gather);
-    case Stage::kBroadcast: return startChainBroadcast(op_, plan_.broadcast);
-    case Stage::kRecursiveAllReduce: return startRecursiveAllReduce(op_, plan_.recursive_reduce);
-    case Stage::kRecursiveReduceScatter: return startRecursiveReduceScatter(op_, plan_.recursive_scatter);
-    case Stage::kRecursiveAllGather: return startRecursiveAllGather(op_, plan_.recursive_gather);
+    case Stage::kReduceScatter: return startRingReduceScatter(slot_->phase, op_, plan_.reduce);
+    case Stage::kAllGather: return startRingAllGather(slot_->phase, op_, plan_.gather);
+    case Stage::kBroadcast: return startChainBroadcast(slot_->phase, op_, plan_.broadcast);
+    case Stage::kRecursiveAllReduce: return startRecursiveAllReduce(slot_->phase, op_, plan_.recursive_reduce);
+    case Stage::kRecursiveReduceScatter: return startRecursiveReduceScatter(slot_->phase, op_, plan_.recursive_scatter);
+    case Stage::kRecursiveAllGather: return startRecursiveAllGather(slot_->phase, op_, plan_.recursive_gather);
   }
   return nullptr;  // unreachable: every stage is handled above
 }
@@ -640,20 +642,26 @@ DirectOutcome RingCollectives::directOutcome(const OpContext& op, bool ran, bool
         "psdp_mem_alloc buffers",
         direct_.cmaFailure().message());
   }
-  if (ran) {
-    log().debug("{}: ran direct", op.describe());
-    return DirectOutcome::kRan;
+  DirectOutcome outcome = ran         ? DirectOutcome::kRan
+                          : transient ? DirectOutcome::kFellBackTransient
+                                      : DirectOutcome::kFellBack;
+  // Described only when printed: no allocation per operation otherwise.
+  if (!log().should_log(spdlog::level::debug)) return outcome;
+  switch (outcome) {
+    case DirectOutcome::kRan: log().debug("{}: ran direct", op.describe()); break;
+    case DirectOutcome::kFellBackTransient:
+      log().debug("{}: falling back: some rank reads another with CMA, which is not (or not yet known to be) worth it",
+                  op.describe());
+      break;
+    case DirectOutcome::kFellBack:
+    case DirectOutcome::kNone:
+      log().debug(
+          "{}: some rank's buffers are out of direct reach (another host, or no CMA and no "
+          "psdp_mem_alloc buffers): falling back; from #{} on, operations skip trying for a while",
+          op.describe(), op.header.seq + kMaxTasksInFlight);
+      break;
   }
-  if (transient) {
-    log().debug("{}: falling back: some rank reads another with CMA, which is not (or not yet known to be) worth it",
-                op.describe());
-    return DirectOutcome::kFellBackTransient;
-  }
-  log().debug(
-      "{}: some rank's buffers are out of direct reach (another host, or no CMA and no "
-      "psdp_mem_alloc buffers): falling back; from #{} on, operations skip trying for a while",
-      op.describe(), op.header.seq + kMaxTasksInFlight);
-  return DirectOutcome::kFellBack;
+  return outcome;
 }
 
 void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
@@ -728,6 +736,8 @@ Result<std::unique_ptr<Collectives>> Collectives::create(transport::Transport& t
   if (params.chunk_bytes < kMinChunkBytes) {
     return Status::invalidArgument("chunk of {} bytes, below the minimum of {}", params.chunk_bytes, kMinChunkBytes);
   }
+  // Posting a task then allocates nothing: its memory is made now, and its stages run in its task slot.
+  Recycled<RingTask>::prime(params.max_tasks);
   const size_t ring_task_bytes = 2 * kDepth * StagingArena::slotStride(params.chunk_bytes);
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
                         StagingArena::create(kStagedRingTasks * ring_task_bytes, kMaxTasksInFlight));

@@ -40,6 +40,9 @@ struct CollParams {
   // Every rank runs on one host (core's placements): operations above rhd_max_bytes (any size with
   // PSDP_ALGORITHM=direct) first find out whether they can run direct (coll/direct_phase.h).
   bool single_host = false;
+  // Tasks of this Collectives alive at once (posted, not yet destroyed) that get memory made at creation;
+  // more than that allocate when they are made (core's engine bounds the tasks it queues, PSDP_MAX_IN_FLIGHT).
+  size_t max_tasks = 64;
 };
 
 // Operations of one Collectives that may run at once: each holds a task slot from start() to its destruction.

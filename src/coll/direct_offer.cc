@@ -1,6 +1,7 @@
 #include "coll/direct_offer.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -103,8 +104,7 @@ DirectOfferBytes encodeDirectOffer(const DirectOffer& offer) {
   Writer w(out);
   w.put(kMagic);
   w.put(kVersion);
-  std::vector<std::byte> encoded;
-  encoded.reserve(transport::ProcessIdentity::kEncodedBytes);
+  std::array<std::byte, transport::ProcessIdentity::kEncodedBytes> encoded;
   offer.process.encode(encoded);
   w.put(std::span<const std::byte>(encoded));
   putBuffer(w, offer.send);

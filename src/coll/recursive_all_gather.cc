@@ -37,11 +37,11 @@ Status RecursiveAllGather::post() {
 
 }  // namespace
 
-std::unique_ptr<Phase> startRecursiveAllGather(const OpContext& op, const RecursiveAllGatherArgs& args) {
+PhasePtr startRecursiveAllGather(PhaseStorage& storage, const OpContext& op, const RecursiveAllGatherArgs& args) {
   size_t block_bytes = args.block_count * args.elem_size;
   std::byte* own_block = args.output + static_cast<size_t>(op.rank) * block_bytes;
   if (args.own != own_block) std::memcpy(own_block, args.own, block_bytes);
-  return std::make_unique<RecursiveAllGather>(op, args);
+  return PhasePtr(storage.make<RecursiveAllGather>(op, args));
 }
 
 }  // namespace psdp::coll

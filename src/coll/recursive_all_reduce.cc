@@ -86,14 +86,14 @@ void RecursiveAllReduce::finish() {
 
 }  // namespace
 
-std::unique_ptr<Phase> startRecursiveAllReduce(const OpContext& op, const RecursiveAllReduceArgs& args) {
+PhasePtr startRecursiveAllReduce(PhaseStorage& storage, const OpContext& op, const RecursiveAllReduceArgs& args) {
   // The working vector starts as this rank's input, scaled once for premul-sum: later combines only add.
   if (args.prescale.scalesInput()) {
     args.prescale.scaleInput(args.output, args.input, args.count);
   } else if (args.output != args.input) {
     std::memcpy(args.output, args.input, args.count * args.elem_size);
   }
-  return std::make_unique<RecursiveAllReduce>(op, args);
+  return PhasePtr(storage.make<RecursiveAllReduce>(op, args));
 }
 
 }  // namespace psdp::coll

@@ -36,7 +36,7 @@ struct RecursiveAllReduceArgs {
 
 // REQUIRES: op.nranks >= 2, count >= 1, count * elem_size <= op.staging.slot_bytes; `op` and `args`
 // outlive the phase.
-std::unique_ptr<Phase> startRecursiveAllReduce(const OpContext& op, const RecursiveAllReduceArgs& args);
+PhasePtr startRecursiveAllReduce(PhaseStorage& storage, const OpContext& op, const RecursiveAllReduceArgs& args);
 
 struct RecursiveReduceScatterArgs {
   const std::byte* input = nullptr;  // nranks blocks of block_count elements; only read
@@ -49,7 +49,8 @@ struct RecursiveReduceScatterArgs {
 
 // REQUIRES: op.nranks a power of two >= 2, block_count >= 1, (nranks/2) * block_count * elem_size <=
 // op.staging.slot_bytes, three staging slots.
-std::unique_ptr<Phase> startRecursiveReduceScatter(const OpContext& op, const RecursiveReduceScatterArgs& args);
+PhasePtr startRecursiveReduceScatter(PhaseStorage& storage, const OpContext& op,
+                                     const RecursiveReduceScatterArgs& args);
 
 struct RecursiveAllGatherArgs {
   const std::byte* own = nullptr;  // this rank's block: sendbuf, or already in output
@@ -59,7 +60,7 @@ struct RecursiveAllGatherArgs {
 };
 
 // Copies `own` into its block of output now when it is elsewhere. REQUIRES: op.nranks a power of two >= 2.
-std::unique_ptr<Phase> startRecursiveAllGather(const OpContext& op, const RecursiveAllGatherArgs& args);
+PhasePtr startRecursiveAllGather(PhaseStorage& storage, const OpContext& op, const RecursiveAllGatherArgs& args);
 
 // Whether n is a power of two (n >= 1).
 constexpr bool isPowerOfTwo(int n) {

@@ -76,8 +76,9 @@ void RecursiveReduceScatter::finish() {
 
 }  // namespace
 
-std::unique_ptr<Phase> startRecursiveReduceScatter(const OpContext& op, const RecursiveReduceScatterArgs& args) {
-  return std::make_unique<RecursiveReduceScatter>(op, args);
+PhasePtr startRecursiveReduceScatter(PhaseStorage& storage, const OpContext& op,
+                                     const RecursiveReduceScatterArgs& args) {
+  return PhasePtr(storage.make<RecursiveReduceScatter>(op, args));
 }
 
 }  // namespace psdp::coll

@@ -126,8 +126,8 @@ void RingAllGather::copyOwnPiece() {
 
 }  // namespace
 
-std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGatherArgs& args) {
-  return std::make_unique<RingAllGather>(op, args);
+PhasePtr startRingAllGather(PhaseStorage& storage, const OpContext& op, const RingAllGatherArgs& args) {
+  return PhasePtr(storage.make<RingAllGather>(op, args));
 }
 
 }  // namespace psdp::coll

@@ -25,6 +25,6 @@ struct RingAllGatherArgs {
 // The ring pass as a state machine that the caller (a posted collective) drives. Copies `own` into its
 // block of output now when it is elsewhere; done once every fragment has arrived and every send has
 // completed. REQUIRES: op.nranks >= 2, and `op` and `args` outlive the returned phase.
-std::unique_ptr<Phase> startRingAllGather(const OpContext& op, const RingAllGatherArgs& args);
+PhasePtr startRingAllGather(PhaseStorage& storage, const OpContext& op, const RingAllGatherArgs& args);
 
 }  // namespace psdp::coll

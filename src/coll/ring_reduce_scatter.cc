@@ -143,8 +143,8 @@ Result<bool> RingReduceScatter::forwardReady() const {
 
 }  // namespace
 
-std::unique_ptr<Phase> startRingReduceScatter(const OpContext& op, const RingReduceScatterArgs& args) {
-  return std::make_unique<RingReduceScatter>(op, args);
+PhasePtr startRingReduceScatter(PhaseStorage& storage, const OpContext& op, const RingReduceScatterArgs& args) {
+  return PhasePtr(storage.make<RingReduceScatter>(op, args));
 }
 
 }  // namespace psdp::coll

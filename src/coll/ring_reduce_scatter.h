@@ -27,6 +27,6 @@ struct RingReduceScatterArgs {
 // The ring pass as a state machine that the caller (a posted collective) drives; done once every fragment
 // has been reduced and every send has completed. REQUIRES: op.nranks >= 2; op.staging has 2 * op.depth()
 // slots; `op` and `args` outlive the returned phase.
-std::unique_ptr<Phase> startRingReduceScatter(const OpContext& op, const RingReduceScatterArgs& args);
+PhasePtr startRingReduceScatter(PhaseStorage& storage, const OpContext& op, const RingReduceScatterArgs& args);
 
 }  // namespace psdp::coll

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/recycled.h"
+
 namespace psdp::core {
 namespace {
 
@@ -19,8 +21,20 @@ const Deadline& earlier(const Deadline& a, const Deadline& b) {
 
 }  // namespace
 
-CollEngine::CollEngine(transport::Transport& transport, bool background, double timeout_s, Logger log)
-    : transport_(transport), background_(background), timeout_s_(timeout_s), log_(std::move(log)) {
+CollEngine::CollEngine(transport::Transport& transport, bool background, double timeout_s, size_t max_in_flight,
+                       Logger log)
+    : transport_(transport),
+      background_(background),
+      timeout_s_(timeout_s),
+      max_in_flight_(std::max<size_t>(1, max_in_flight)),
+      log_(std::move(log)) {
+  queue_.reserve(max_in_flight_);
+  // Request memory for a full queue and the post waiting for room, made now: posting then allocates nothing.
+  std::vector<std::shared_ptr<Request>> warm;
+  warm.reserve(max_in_flight_ + 1);
+  for (size_t i = 0; i <= max_in_flight_; ++i) {
+    warm.push_back(std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), nullptr));
+  }
   if (background_) thread_ = std::thread([this] { threadMain(); });
 }
 
@@ -36,13 +50,29 @@ CollEngine::~CollEngine() {
 }
 
 Result<std::shared_ptr<Request>> CollEngine::post(std::unique_ptr<coll::CollTask> task, bool wake_thread) {
-  std::shared_ptr<Request> request(new Request(std::move(task)));
-  Status lost = transport_.failure();
-  {
-    std::lock_guard lock(mutex_);
-    if (failure_.isOk() && !lost.isOk()) failure_ = lost;
-    if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
-    queue_.push_back(request);
+  std::shared_ptr<Request> request =
+      std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), std::move(task));
+  Deadline deadline = Deadline::after(timeout_s_);
+  while (true) {
+    std::shared_ptr<Request> oldest;
+    Status lost = transport_.failure();
+    {
+      std::lock_guard lock(mutex_);
+      if (failure_.isOk() && !lost.isOk()) failure_ = lost;
+      if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
+      if (queue_.size() < max_in_flight_) {
+        queue_.push_back(request);
+        break;
+      }
+      oldest = queue_.front();
+    }
+    // The oldest has started (tasks start in order, and nothing before it is left) and has its own deadline.
+    if (wait(*oldest, deadline) == WaitResult::kTimedOut) {
+      return Status::timeout(
+          "{} operations of this communicator in flight (PSDP_MAX_IN_FLIGHT) and the oldest "
+          "did not complete within {} s",
+          max_in_flight_, timeout_s_);
+    }
   }
   if (wake_thread) work_cv_.notify_one();
   return request;
@@ -201,11 +231,12 @@ void CollEngine::failEverything(const Status& status, const std::shared_ptr<Requ
 
 // The failed task carries the error itself; the others say why they failed with it.
 void CollEngine::failAll(const Status& status, const std::shared_ptr<Request>& failed) {
-  std::deque<std::shared_ptr<Request>> queued;
+  std::vector<std::shared_ptr<Request>> queued;
   {
     std::lock_guard lock(mutex_);
     if (failure_.isOk()) failure_ = status;
     queued.swap(queue_);
+    queue_.reserve(max_in_flight_);
   }
   if (!queued.empty() && status.code() != PSDP_ERR_INVALID_USAGE) {
     log().error("collectives failed, {} queued operation(s) cancelled: {}", queued.size(), status.toString());

@@ -7,6 +7,10 @@
 // sleeps on a condition variable while the queue is empty; users only wait for their request to be marked
 // done. Without it (PSDP_PROGRESS=caller), test() and wait() drive the queue in the calling thread.
 //
+// Back-pressure: at most max_in_flight requests are queued (posted and not complete); a post beyond that
+// first waits for the oldest to complete, driving progress as wait() does. Requests and the queue are
+// recycled: a post allocates nothing once the engine has warmed up.
+//
 // Ordering: each task runs in a task slot of its Collectives and claims staging in sequence order
 // (coll/collectives.h); it starts with its own deadline (PSDP_TIMEOUT from its start, not from its post, so a
 // long queue does not time out work not yet begun).
@@ -17,10 +21,10 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "base/deadline.h"
 #include "base/log.h"
@@ -34,14 +38,19 @@ class CollEngine;
 
 // One posted collective, shared by the engine (until it completes) and the caller's handle.
 class Request {
+  // Only the engine makes requests (the constructor is public for std::allocate_shared).
+  struct Key {
+    explicit Key() = default;
+  };
+
  public:
+  Request(Key /*key*/, std::unique_ptr<coll::CollTask> task) : task_(std::move(task)) {}
   bool isDone() const { return done_.load(std::memory_order_acquire); }
   // REQUIRES: isDone().
   const Status& status() const { return status_; }
 
  private:
   friend class CollEngine;
-  explicit Request(std::unique_ptr<coll::CollTask> task) : task_(std::move(task)) {}
 
   std::unique_ptr<coll::CollTask> task_;  // released when done: it refers to the Collectives
   bool started_ = false;
@@ -54,17 +63,18 @@ enum class WaitResult { kDone, kTimedOut };
 class CollEngine {
  public:
   // background: run the progress thread (see above). timeout_s: each task's deadline from its start.
-  // log: null logs to the process logger.
-  CollEngine(transport::Transport& transport, bool background, double timeout_s, Logger log);
+  // max_in_flight (>= 1): requests queued at most (see above). log: null logs to the process logger.
+  CollEngine(transport::Transport& transport, bool background, double timeout_s, size_t max_in_flight, Logger log);
   // Stops the thread; requests still queued complete with invalid usage (the communicator was destroyed).
   ~CollEngine();
 
   CollEngine(const CollEngine&) = delete;
   CollEngine& operator=(const CollEngine&) = delete;
 
-  // Queues `task` behind the ones posted before. `wake_thread` false: the caller is about to wait() for it
-  // and will drive it itself if the thread is idle, so the thread is not woken for it. Errors: the engine's
-  // failure, or the transport's (a peer lost while nothing was running).
+  // Queues `task` behind the ones posted before, once fewer than max_in_flight are queued (waiting for the
+  // oldest up to the timeout). `wake_thread` false: the caller is about to wait() for it and will drive it
+  // itself if the thread is idle, so the thread is not woken for it. Errors: the engine's failure, or the
+  // transport's (a peer lost while nothing was running), and timeout when the oldest stays incomplete.
   Result<std::shared_ptr<Request>> post(std::unique_ptr<coll::CollTask> task, bool wake_thread = true);
 
   // Never blocks (in caller mode it drives progress for a few microseconds at most). True once done.
@@ -104,12 +114,13 @@ class CollEngine {
   transport::Transport& transport_;
   const bool background_;
   const double timeout_s_;
+  const size_t max_in_flight_;
   Logger log_;
 
   mutable std::mutex mutex_;  // guards queue_, failure_, stopping_; pairs with both condition variables
   std::condition_variable work_cv_;
   std::condition_variable done_cv_;
-  std::deque<std::shared_ptr<Request>> queue_;
+  std::vector<std::shared_ptr<Request>> queue_;  // in posting order; capacity max_in_flight_
   Status failure_;
   bool stopping_ = false;
 

@@ -86,9 +86,11 @@ Status Communicator::connectPeers(const std::vector<std::vector<std::byte>>& add
   coll_params.algorithm = config_.algorithm;
   coll_params.deterministic = config_.deterministic;
   coll_params.single_host = placements_.mapping().hosts.size() == 1;
+  // The engine queues at most max_in_flight; one more is made before its post waits for room.
+  coll_params.max_tasks = config_.max_in_flight + 1;
   PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*transport_, coll_params));
   bool background = config_.progress_mode == PSDP_PROGRESS_THREAD;
-  engine_ = std::make_unique<CollEngine>(*transport_, background, config_.timeout_s, log_);
+  engine_ = std::make_unique<CollEngine>(*transport_, background, config_.timeout_s, config_.max_in_flight, log_);
   log_->info("communicator ready: rank {} of {}, transport {}, pid {}", rank_, nranks_, transport_->name(), getpid());
   return Status::ok();
 }

@@ -45,9 +45,9 @@ ProcessIdentity readSelf() {
 }
 
 template <typename T>
-void put(std::vector<std::byte>& out, const T& value) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof(T));
+std::byte* put(std::byte* out, const T& value) {
+  std::memcpy(out, &value, sizeof(T));
+  return out + sizeof(T);
 }
 
 template <typename T>
@@ -71,14 +71,18 @@ bool ProcessIdentity::isOtherLocalProcess(const ProcessIdentity& other) const {
          boot_id == other.boot_id;
 }
 
+void ProcessIdentity::encode(std::span<std::byte, kEncodedBytes> out) const {
+  std::byte* p = put(out.data(), kMagic);
+  p = put(p, kVersion);
+  p = put(p, pid);
+  p = put(p, uint32_t{0});
+  p = put(p, pid_namespace);
+  put(p, boot_id);
+}
+
 void ProcessIdentity::encode(std::vector<std::byte>& out) const {
-  put(out, kMagic);
-  put(out, kVersion);
-  put(out, pid);
-  put(out, uint32_t{0});
-  put(out, pid_namespace);
-  out.insert(out.end(), reinterpret_cast<const std::byte*>(boot_id.data()),
-             reinterpret_cast<const std::byte*>(boot_id.data()) + boot_id.size());
+  out.resize(out.size() + kEncodedBytes);
+  encode(std::span<std::byte, kEncodedBytes>(out.data() + out.size() - kEncodedBytes, kEncodedBytes));
 }
 
 Result<ProcessIdentity> ProcessIdentity::decode(std::span<const std::byte> in) {

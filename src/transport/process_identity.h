@@ -29,7 +29,9 @@ struct ProcessIdentity {
   // host and same pid namespace, with both known.
   bool isOtherLocalProcess(const ProcessIdentity& other) const;
 
+  // Appends kEncodedBytes to `out`, or fills `out`.
   void encode(std::vector<std::byte>& out) const;
+  void encode(std::span<std::byte, kEncodedBytes> out) const;
   // Reads kEncodedBytes from the front of `in`. Errors: invalid argument (too short, not an identity).
   static Result<ProcessIdentity> decode(std::span<const std::byte> in);
 };

@@ -28,7 +28,8 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, topo_file) == 80);
   CHECK(offsetof(psdp_config_t, host_id) == 88);
   CHECK(offsetof(psdp_config_t, gpu_bus_id) == 96);
-  CHECK(sizeof(psdp_config_t) == 104);
+  CHECK(offsetof(psdp_config_t, max_in_flight) == 104);
+  CHECK(sizeof(psdp_config_t) == 112);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
 }
 

@@ -11,10 +11,10 @@ trap 'rm -rf "$scratch"' EXIT
 output=$("$psdp_run" -n "$n" --timeout "$limit" --keep-going -- "$program" "$victim" "$scratch" "$@" 2>&1)
 echo "$output"
 fail() { echo "expect_rank_killed: $*"; exit 1; }
-echo "$output" | grep -q "rank $victim was killed by signal 9" || fail "rank $victim was not killed by SIGKILL"
-killed=$(echo "$output" | grep -c "was killed by signal")
+grep -q "rank $victim was killed by signal 9" <<<"$output" || fail "rank $victim was not killed by SIGKILL"
+killed=$(grep -c "was killed by signal" <<<"$output")
 [[ $killed -eq 1 ]] || fail "$killed ranks were killed, expected only rank $victim"
-! echo "$output" | grep -q "exited with code" || fail "a surviving rank exited with an error"
-passed=$(echo "$output" | grep -cE "rank [0-9]+: [0-9]+ passed, 0 failed")
+! grep -q "exited with code" <<<"$output" || fail "a surviving rank exited with an error"
+passed=$(grep -cE "rank [0-9]+: [0-9]+ passed, 0 failed" <<<"$output")
 [[ $passed -eq $((n - 1)) ]] || fail "$passed of $((n - 1)) survivors reported success"
 echo "expect_rank_killed: rank $victim killed, $passed survivors saw the error in time"

@@ -23,13 +23,13 @@ struct RankEngine {
   std::unique_ptr<CollEngine> engine;
 };
 
-RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s) {
+RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s, size_t max_in_flight = 64) {
   coll::CollParams params{rank, world.size(), 1024, 300, nullptr};
   auto created = coll::Collectives::create(world.transport(rank), params);
   EXPECT_TRUE(created.isOk()) << created.status().toString();
   RankEngine r;
   r.coll = std::move(created).value();
-  r.engine = std::make_unique<CollEngine>(world.transport(rank), background, timeout_s, nullptr);
+  r.engine = std::make_unique<CollEngine>(world.transport(rank), background, timeout_s, max_in_flight, nullptr);
   return r;
 }
 
@@ -79,6 +79,38 @@ TEST_P(CollEngineTest, QueueOrderAndWaitTimeout) {
     ASSERT_EQ(r.engine->wait(*late, Deadline::after(60)), WaitResult::kDone);
     EXPECT_TRUE(late->status().isOk()) << late->status().toString();
     EXPECT_TRUE(r.engine->failure().isOk());
+  });
+  EXPECT_TRUE(world.value()->close().isOk());
+}
+
+// Back-pressure: with at most 2 in flight, the third post waits until the first has completed, and every one
+// of 20 posted back to back completes exactly.
+TEST_P(CollEngineTest, PostBeyondTheBoundWaitsForTheOldest) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  world.value()->runRanks([&](int rank) {
+    RankEngine r = makeRank(*world.value(), rank, background, 60, /*max_in_flight=*/2);
+    constexpr int kOps = 20;
+    std::vector<std::vector<int32_t>> data(kOps, std::vector<int32_t>(3000));
+    std::vector<std::shared_ptr<Request>> reqs;
+    for (int k = 0; k < kOps; ++k) {
+      for (size_t i = 0; i < data[k].size(); ++i) data[k][i] = static_cast<int32_t>(rank * 1000 + k + i % 7);
+      reqs.push_back(
+          post(r, r.coll->postAllReduce(data[k].data(), data[k].data(), data[k].size(), PSDP_INT32, PSDP_SUM)));
+      ASSERT_NE(reqs.back(), nullptr);
+      // Posting returned: at most two are incomplete, so the one posted two before is done.
+      if (k >= 2) {
+        EXPECT_TRUE(reqs[k - 2]->isDone()) << "op " << k - 2 << " still running after op " << k << " was posted";
+      }
+    }
+    for (int k = kOps - 1; k >= 0; --k) {
+      ASSERT_EQ(r.engine->wait(*reqs[k], Deadline::after(60)), WaitResult::kDone);
+      ASSERT_TRUE(reqs[k]->status().isOk()) << reqs[k]->status().toString();
+      for (size_t i = 0; i < data[k].size(); ++i) {
+        ASSERT_EQ(data[k][i], static_cast<int32_t>(1000 + 2 * (k + i % 7))) << "op " << k << " element " << i;
+      }
+    }
   });
   EXPECT_TRUE(world.value()->close().isOk());
 }
