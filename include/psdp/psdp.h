@@ -252,10 +252,10 @@ PSDP_API psdp_status_t psdp_comm_init_from_env(const psdp_config_t* config, psdp
 
 /* Completes outstanding operations and flushes the transport so that every peer can destroy cleanly.
  * Collective; blocks up to the timeout. Afterwards every call that would talk to the peers or add to the
- * communicator (collectives, point-to-point, psdp_comm_split, psdp_state_register, premul-sum ops,
- * psdp_comm_finalize again) returns PSDP_ERR_INVALID_USAGE saying it is finalized; the local queries
- * psdp_comm_rank, psdp_comm_size, psdp_comm_get_layout, psdp_comm_get_placement and psdp_get_last_error
- * still answer, psdp_comm_abort does nothing, and psdp_comm_destroy frees it. */
+ * communicator (collectives, point-to-point, psdp_comm_split and psdp_comm_split_layout, psdp_state_register,
+ * premul-sum ops, psdp_comm_finalize again) returns PSDP_ERR_INVALID_USAGE saying it is finalized; the local
+ * queries psdp_comm_rank, psdp_comm_size, psdp_comm_get_layout, psdp_comm_get_placement and
+ * psdp_get_last_error still answer, psdp_comm_abort does nothing, and psdp_comm_destroy frees it. */
 PSDP_API psdp_status_t psdp_comm_finalize(psdp_comm_h comm);
 
 /* Frees every resource of the communicator (threads, endpoints, memory). Local: does not wait for peers.
@@ -418,6 +418,17 @@ PSDP_API psdp_status_t psdp_op_destroy(psdp_comm_h comm, psdp_op_t op);
 PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, const psdp_config_t* config,
                                        psdp_comm_h* newcomm_p);
 
+/* Collective over `comm`: the two teams of the rank layout for shard groups of group_size (the layout
+ * psdp_comm_get_layout(comm, group_size, ...) returns; "Shard plans" below). *shard_comm_p receives this
+ * rank's shard group, in which member g of shard group k is rank g, and *replica_comm_p its replica group, in
+ * which replica k is rank k: the same communicators as the two psdp_comm_split calls that section describes,
+ * made in one call. config NULL: both inherit comm's configuration. Both are independent of comm and of each
+ * other, as psdp_comm_split's. Errors: invalid argument (group_size < 1 or not dividing comm's size, an output
+ * NULL; decided alike on every rank before any message), and those of psdp_comm_split; neither output is
+ * written on error. */
+PSDP_API psdp_status_t psdp_comm_split_layout(psdp_comm_h comm, int group_size, const psdp_config_t* config,
+                                              psdp_comm_h* shard_comm_p, psdp_comm_h* replica_comm_p);
+
 /* ---------------------------------------------------------------------------------------------------
  * Topology and rank mapping
  *
@@ -557,11 +568,11 @@ PSDP_API psdp_status_t psdp_comm_get_placement(psdp_comm_h comm, int rank, psdp_
  *
  * The teams of a layout: the shard groups are communicators of the ranks layout[k*G + 0 .. k*G + G-1], in
  * that order, and the replica groups of the ranks layout[0*G + g], layout[1*G + g], ... . With the layout of
- * psdp_comm_get_layout, the rank at position p = k*G + g (the index of its rank in the layout) makes both
- * with psdp_comm_split: color k, key g for its shard group; color g, key k for its replica group (README,
- * "Shard plans", has the whole sequence). Member g of a shard group is then rank g of that communicator, so a
- * chunk's reduce-scatter and all-gather over it run with count padded_group_piece: block g of the
- * reduce-scatter input is group piece g of the chunk, zero-padded to padded_group_piece elements; the
+ * psdp_comm_get_layout, psdp_comm_split_layout makes both; by hand, the rank at position p = k*G + g (the
+ * index of its rank in the layout) makes them with psdp_comm_split: color k, key g for its shard group; color
+ * g, key k for its replica group (README, "Shard plans", has the whole sequence). Member g of a shard group is then
+ * rank g of that communicator, so a chunk's reduce-scatter and all-gather over it run with count padded_group_piece:
+ * block g of the reduce-scatter input is group piece g of the chunk, zero-padded to padded_group_piece elements; the
  * all-gather returns the pieces in the same blocks. At level group, group piece g is what member g owns
  * (psdp_plan_owned_ranges of its world rank), and it is then all-reduced over the replica group. At level
  * world a rank owns only its world piece (g, k); group piece g is world pieces (g, 0), ..., (g, R-1) end to end,

@@ -165,6 +165,30 @@ PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, con
   });
 }
 
+PSDP_API psdp_status_t psdp_comm_split_layout(psdp_comm_h comm, int group_size, const psdp_config_t* config,
+                                              psdp_comm_h* shard_comm_p, psdp_comm_h* replica_comm_p) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    PSDP_RETURN_IF_ERROR(checkOut(shard_comm_p, "shard_comm_p"));
+    PSDP_RETURN_IF_ERROR(checkOut(replica_comm_p, "replica_comm_p"));
+    Config resolved;
+    if (config != nullptr) {
+      PSDP_ASSIGN_OR_RETURN(resolved, resolveConfig(config));
+    }
+    PSDP_ASSIGN_OR_RETURN(psdp::core::Communicator::LayoutTeams teams,
+                          comm->impl->splitLayout(group_size, config != nullptr ? &resolved : nullptr));
+    psdp_comm_h shard = nullptr;
+    PSDP_RETURN_IF_ERROR(publish(std::move(teams.shard), &shard));
+    Status published = publish(std::move(teams.replica), replica_comm_p);
+    if (!published.isOk()) {
+      psdp_comm_destroy(shard);
+      return published;
+    }
+    *shard_comm_p = shard;
+    return Status::ok();
+  });
+}
+
 PSDP_API psdp_status_t psdp_comm_rank(psdp_comm_h comm, int* rank_p) {
   return guarded(comm, [&] {
     PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));

@@ -65,6 +65,15 @@ class Communicator {
   // would (except invalid argument, decided locally).
   Result<std::unique_ptr<Communicator>> split(int color, int key, const Config* config);
 
+  // The two teams of the rank layout for shard groups of group_size (placements().layout): this rank's shard
+  // group, where member g of group k is rank g, and its replica group, where replica k is rank k. Collective
+  // over this communicator, as two splits; group_size is checked first, alike on every rank.
+  struct LayoutTeams {
+    std::unique_ptr<Communicator> shard;
+    std::unique_ptr<Communicator> replica;
+  };
+  Result<LayoutTeams> splitLayout(int group_size, const Config* config);
+
   // Waits for every rank (barrier), then flushes and closes the transport. Only destruction may follow.
   Status finalize();
 

@@ -78,4 +78,16 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
   return child;
 }
 
+Result<Communicator::LayoutTeams> Communicator::splitLayout(int group_size, const Config* config) {
+  PSDP_RETURN_IF_ERROR(checkUsable("split by layout"));
+  PSDP_ASSIGN_OR_RETURN(std::vector<int> layout, placements_.layout(group_size));
+  // This rank's position p = k * G + g in the layout: member g of shard group k, replica k of replica group g.
+  const int position = static_cast<int>(std::find(layout.begin(), layout.end(), rank_) - layout.begin());
+  const int k = position / group_size, g = position % group_size;
+  LayoutTeams teams;
+  PSDP_ASSIGN_OR_RETURN(teams.shard, split(k, g, config));
+  PSDP_ASSIGN_OR_RETURN(teams.replica, split(g, k, config));
+  return teams;
+}
+
 }  // namespace psdp::core

@@ -5,8 +5,10 @@
 set -uo pipefail
 launcher=$1 n=$2 limit=$3 program=$4
 secret=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-# A port range of this run's own, so parallel tests do not meet each other's roots.
-base=$((30000 + ($$ % 2000) * 8))
+# A port range of this run's own, so parallel tests do not meet each other's roots: below the kernel's
+# ephemeral ports (32768 up), which any outgoing connection may hold, and apart from psdp's default
+# PSDP_PORT_RANGE (29600-29699).
+base=$((21000 + ($$ % 1000) * 8))
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT

@@ -1,11 +1,12 @@
 /* README's recipe for sharded state, from C as an outside user follows it ("Shard plans"): plan with the
- * communicator's layout, size the optimizer state from the plan, register, split the communicator into shard
- * and replica groups of the layout, then for every chunk pack the gradients into padded blocks, reduce-scatter
- * over the shard group, all-reduce over the replica group, and all-gather the pieces back. Ranks report
- * interleaved hosts (h0 = even ranks, h1 = odd ones) where the world size is even, so that the layout is not
- * the identity and a recipe that ignored it would fail. bfloat16 weights with float32 gradients; gradients are
- * small integers, so every sum is exact and checked element by element. Run under psdp-run for every G that
- * divides the world size. */
+ * communicator's layout, size the optimizer state from the plan, register, make the shard and replica groups
+ * of the layout (psdp_comm_split_layout; the two psdp_comm_split calls with --by-hand), then for every chunk
+ * pack the gradients into padded blocks, reduce-scatter over the shard group, all-reduce over the replica
+ * group, and all-gather the pieces back. Ranks report interleaved hosts (h0 = even ranks, h1 = odd ones) where
+ * the world size is even, so that the layout is not the identity and a recipe that ignored it would fail.
+ * bfloat16 weights with float32 gradients; gradients are small integers, so every sum is exact and checked
+ * element by element. Bad arguments of psdp_comm_split_layout are refused on every rank. Run under psdp-run
+ * for every G that divides the world size. */
 #include <psdp/psdp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ struct job {
   psdp_plan_h plan;
   psdp_comm_h shard_comm, replica_comm;
   int position;
+  int by_hand;               /* --by-hand: the two psdp_comm_split calls instead of psdp_comm_split_layout */
   float* optimizer_state[2]; /* registered: freed only after psdp_state_deregister */
 };
 
@@ -69,10 +71,14 @@ static int set_up(struct job* job, uint16_t* weights, float* grads, psdp_state_h
   while (job->position < job->nranks && job->layout[job->position] != job->me) ++job->position;
   CHECK(job->position < job->nranks);
   if (job->position == job->nranks) return 0;
-  CHECK(psdp_comm_split(job->comm, job->position / job->group, job->position % job->group, NULL, &job->shard_comm) ==
-        PSDP_SUCCESS);
-  CHECK(psdp_comm_split(job->comm, job->position % job->group, job->position / job->group, NULL, &job->replica_comm) ==
-        PSDP_SUCCESS);
+  if (job->by_hand) {
+    CHECK(psdp_comm_split(job->comm, job->position / job->group, job->position % job->group, NULL, &job->shard_comm) ==
+          PSDP_SUCCESS);
+    CHECK(psdp_comm_split(job->comm, job->position % job->group, job->position / job->group, NULL,
+                          &job->replica_comm) == PSDP_SUCCESS);
+  } else {
+    CHECK(psdp_comm_split_layout(job->comm, job->group, NULL, &job->shard_comm, &job->replica_comm) == PSDP_SUCCESS);
+  }
   if (job->shard_comm == NULL || job->replica_comm == NULL) return 0;
   CHECK(psdp_comm_rank(job->shard_comm, &rank_in) == PSDP_SUCCESS && rank_in == job->position % job->group);
   CHECK(psdp_comm_rank(job->replica_comm, &rank_in) == PSDP_SUCCESS && rank_in == job->position / job->group);
@@ -139,7 +145,20 @@ static void run_chunk(const struct job* job, const float* grads, size_t c) {
   free(piece);
 }
 
-int main(void) {
+/* Bad arguments are refused on every rank alike, before any message, naming the argument. */
+static void check_bad_layout_calls(psdp_comm_h comm, int nranks) {
+  psdp_comm_h a = NULL, b = NULL;
+  CHECK(psdp_comm_split_layout(comm, 0, NULL, &a, &b) == PSDP_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(psdp_get_last_error(comm), "group_size") != NULL);
+  CHECK(psdp_comm_split_layout(comm, nranks + 1, NULL, &a, &b) == PSDP_ERR_INVALID_ARGUMENT);
+  CHECK(psdp_comm_split_layout(comm, 1, NULL, NULL, &b) == PSDP_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(psdp_get_last_error(comm), "shard_comm_p") != NULL);
+  CHECK(psdp_comm_split_layout(comm, 1, NULL, &a, NULL) == PSDP_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(psdp_get_last_error(comm), "replica_comm_p") != NULL);
+  CHECK(a == NULL && b == NULL);
+}
+
+int main(int argc, char** argv) {
   struct job job;
   psdp_config_t config = PSDP_CONFIG_INITIALIZER;
   char host[8];
@@ -147,6 +166,7 @@ int main(void) {
   int rank = rank_text != NULL ? atoi(rank_text) : 0;
   size_t chunks = 0, c, i;
   memset(&job, 0, sizeof(job));
+  job.by_hand = argc > 1 && strcmp(argv[1], "--by-hand") == 0;
   snprintf(host, sizeof(host), "h%d", rank % 2);
   const char* world_text = getenv("PSDP_WORLD_SIZE");
   if (world_text != NULL && atoi(world_text) % 2 == 0) config.host_id = host;
@@ -156,6 +176,7 @@ int main(void) {
   }
   psdp_comm_rank(job.comm, &job.me);
   psdp_comm_size(job.comm, &job.nranks);
+  check_bad_layout_calls(job.comm, job.nranks);
   job.layout = calloc((size_t)job.nranks, sizeof(int));
   uint16_t* weights = calloc(COUNT, sizeof(uint16_t));
   float* grads = malloc(COUNT * sizeof(float));

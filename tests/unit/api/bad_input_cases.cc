@@ -291,6 +291,7 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
       {"barrier", [&] { return psdp_barrier(dead, nullptr); }},
       {"barrier nonblocking", [&] { return psdp_barrier(dead, &out.request); }},
       {"split", [&] { return psdp_comm_split(dead, 0, 0, nullptr, &out.newcomm); }},
+      {"split_layout", [&] { return psdp_comm_split_layout(dead, 1, nullptr, &out.newcomm, &out.newcomm); }},
       {"op_create_premul_sum", [&] { return psdp_op_create_premul_sum(dead, &scalar, PSDP_FLOAT32, &out.op); }},
       {"finalize", [&] { return psdp_comm_finalize(dead); }},
       {"op_destroy", [&] { return psdp_op_destroy(dead, PSDP_SUM); }},
