@@ -307,7 +307,13 @@ Result<Progress> RingTask::advanceStages() {
       moved = true;
     }
     PSDP_ASSIGN_OR_RETURN(Progress progress, phase_->advance());
+    // Once the direct phase knows it runs, the task needs no staging: it takes its turn at once, so that the
+    // operations behind it claim theirs without waiting for its end.
+    if (direct_phase_ != nullptr && direct_phase_->ran() && !staging_settled_) {
+      PSDP_RETURN_IF_ERROR(settleStaging(/*needed=*/false).status());
+    }
     if (progress == Progress::kBlocked) return moved ? Progress::kAdvanced : Progress::kBlocked;
+    if (progress == Progress::kYielded) return progress;
     moved = true;
     if (progress == Progress::kDone) {
       bool ran_direct = false;
@@ -711,7 +717,7 @@ Status Collectives::run(Result<std::unique_ptr<CollTask>> posted, const Deadline
     uint32_t seen = transport_.eventCount();
     PSDP_ASSIGN_OR_RETURN(Progress progress, task.advance());
     if (progress == Progress::kDone) return Status::ok();
-    if (progress == Progress::kAdvanced) continue;
+    if (progress == Progress::kAdvanced || progress == Progress::kYielded) continue;
     // A lost peer fails the operation even when it waits only on healthy ones; a failure recorded before
     // `seen` was read would not wake the wait. A busy transport can keep waitEvents returning early; the
     // deadline must still hold.

@@ -115,22 +115,29 @@ class DirectPhase final : public Phase {
 
   Result<Progress> advance() override;
   std::string waitingFor() const override;
-  // Whether the operation ran direct; meaningful once advance() has returned kDone. False: run the ring.
+  // Whether the operation runs direct: true from the moment every rank's offer is in and says so; false until
+  // then, and after advance() has returned kDone, false means run the ring.
   bool ran() const { return ran_; }
   // After a fallback: whether it says nothing of the next operations, because some rank had not yet tried
   // CMA or this operation was not to use it (DirectArgs::cma).
   bool transient() const { return transient_; }
 
  private:
-  enum class State { kPost, kOffers, kMid, kDone, kFinished };
+  // kShare and kGather run their local work in slices, one per advance() (kYielded between them).
+  enum class State { kPost, kOffers, kShare, kMid, kGather, kDone, kFinished };
 
   Status postOffers();
   Result<bool> offersArrived();
   Status resolveBuffers();
   void probeCma();
-  // This rank's share; an all-reduce over CMA does its reduction here and its gather in gatherBlocks().
-  Status runShare();
-  Status gatherBlocks();
+  // The next slice of `total` bytes of local work, run by `run`(from, to): true once the last is done.
+  Result<bool> runSlice(size_t total, Status (DirectPhase::*run)(size_t, size_t));
+  // This rank's share, [from, to) of its shareBytes(); an all-reduce over CMA does its reduction here and its
+  // gather in gatherBlocks().
+  size_t shareBytes() const;
+  Status runShare(size_t from, size_t to);
+  size_t gatherBytes() const;
+  Status gatherBlocks(size_t from, size_t to);
   Status postRound(transport::Completion DirectSlot::Peer::*sent, transport::Completion DirectSlot::Peer::*received);
   Result<bool> roundDone(transport::Completion DirectSlot::Peer::*sent,
                          transport::Completion DirectSlot::Peer::*received) const;
@@ -148,6 +155,7 @@ class DirectPhase final : public Phase {
   bool ran_ = false;
   bool uses_cma_ = false;
   bool transient_ = false;
+  size_t slice_done_ = 0;  // bytes of the running share or gather done
 };
 
 }  // namespace psdp::coll

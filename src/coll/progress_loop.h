@@ -13,7 +13,10 @@
 
 namespace psdp::coll {
 
-enum class Progress { kBlocked, kAdvanced, kDone };
+// kAdvanced: something moved, call again at once. kYielded: something moved and more local work remains (a
+// slice of a large reduction), but other operations get their turn first, so that one long computation
+// does not hold them up. kBlocked: nothing can move until a transfer completes.
+enum class Progress { kBlocked, kAdvanced, kYielded, kDone };
 
 // One algorithm's state machine (a ring pass, the barrier), as a posted collective drives it: the caller
 // owns the loop, so several can be stepped from one progress thread.

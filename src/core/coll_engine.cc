@@ -140,7 +140,8 @@ void CollEngine::threadMain() {
 void CollEngine::driveOnce(const Deadline* until) {
   // Read the counter before advancing, so that a completion landing after the check still wakes us.
   uint32_t seen = transport_.eventCount();
-  if (advanceQueue()) return;
+  Pass pass = advanceQueue();
+  if (pass == Pass::kMoved) return;
   // The started tasks are the front of the queue (tasks start in order): each has its own deadline.
   std::shared_ptr<Request> oldest;
   const Deadline* earliest = nullptr;
@@ -159,15 +160,17 @@ void CollEngine::driveOnce(const Deadline* until) {
   }
   if (!oldest) return;
   // The poll window of test() starts only now: advancing may take longer than the window itself, and the
-  // transport must still get its turn.
+  // transport must still get its turn. A task that yielded has local work left and is not waited for: the
+  // transport gets only that short poll, so that the other tasks' messages move between its slices.
   Deadline poll = Deadline::after(kTestPollSeconds);
+  const Deadline& wait_until = pass == Pass::kYielded ? poll : earlier(until != nullptr ? *until : poll, *earliest);
   // A lost peer fails the tasks even when they wait only on healthy ones: those may wait on the lost one. A
   // failure recorded after `seen` was read wakes the wait; one recorded before it (by the transport's
   // progress thread, between two rounds) bumped the count already and would let the wait run to the
   // deadline, so it is looked for first.
   Status waited = transport_.failure();
   if (waited.isOk()) {
-    waited = transport_.waitEvents(seen, earlier(until != nullptr ? *until : poll, *earliest));
+    waited = transport_.waitEvents(seen, wait_until);
     if (waited.isOk() || waited.code() == PSDP_ERR_TIMEOUT) waited = transport_.failure();
   }
   if (waited.isOk()) return;
@@ -177,9 +180,9 @@ void CollEngine::driveOnce(const Deadline* until) {
 
 // One pass over the queue in posting order: starts every task whose turn has come (in order: one that cannot
 // start yet holds back the ones behind it) and advances every started one until it blocks or completes.
-bool CollEngine::advanceQueue() {
-  bool moved = false;
-  size_t i = 0;
+CollEngine::Pass CollEngine::advanceQueue() {
+  bool moved = false, yielded = false;
+  size_t i = 0, started = 0;
   while (std::shared_ptr<Request> request = at(i)) {
     coll::CollTask& task = *request->task_;
     if (!request->started_) {
@@ -189,6 +192,7 @@ bool CollEngine::advanceQueue() {
       moved = true;
     }
     // As far as it goes: a task that moved can usually move again at once (its next fragment, its next round).
+    // One that yielded has a slice of local work done and more to do: the others get their turn first.
     Result<coll::Progress> progress = coll::Progress::kAdvanced;
     for (int steps = 0; progress.isOk() && progress.value() == coll::Progress::kAdvanced; ++steps) {
       progress = task.advance();
@@ -196,15 +200,19 @@ bool CollEngine::advanceQueue() {
     }
     if (!progress.isOk()) {
       failEverything(progress.status(), request);
-      return true;
+      return Pass::kMoved;
     }
     if (progress.value() == coll::Progress::kDone) {
       complete(request, Status::ok());  // leaves the queue: the next one is at i now
       continue;
     }
+    yielded |= progress.value() == coll::Progress::kYielded;
+    ++started;
     ++i;
   }
-  return moved;
+  // Alone, a task that yielded just goes on: there is nobody whose messages a poll would move.
+  if (yielded && started > 1) return Pass::kYielded;
+  return moved ? Pass::kMoved : Pass::kIdle;
 }
 
 std::shared_ptr<Request> CollEngine::at(size_t index) {

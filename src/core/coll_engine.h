@@ -99,8 +99,11 @@ class CollEngine {
   // transport until an event or `until` (bounded by the started tasks' deadlines); until nullptr: polls it
   // for a few microseconds (test()).
   void driveOnce(const Deadline* until);
-  // Starts and advances queued tasks once each (true: something moved).
-  bool advanceQueue();
+  // What one pass over the queue did: nothing; moved some task; or left a task with local work to go on
+  // with (it yielded), which calls for a short poll of the transport rather than a wait.
+  enum class Pass { kIdle, kMoved, kYielded };
+  // Starts and advances queued tasks once each.
+  Pass advanceQueue();
   // The queued request at `index`, or nullptr past the end.
   std::shared_ptr<Request> at(size_t index);
   void complete(const std::shared_ptr<Request>& request, const Status& status);

@@ -23,8 +23,10 @@ struct RankEngine {
   std::unique_ptr<CollEngine> engine;
 };
 
-RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s, size_t max_in_flight = 64) {
+RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s, size_t max_in_flight = 64,
+                    bool single_host = false) {
   coll::CollParams params{rank, world.size(), 1024, 300, nullptr};
+  params.single_host = single_host;
   auto created = coll::Collectives::create(world.transport(rank), params);
   EXPECT_TRUE(created.isOk()) << created.status().toString();
   RankEngine r;
@@ -111,6 +113,33 @@ TEST_P(CollEngineTest, PostBeyondTheBoundWaitsForTheOldest) {
         ASSERT_EQ(data[k][i], static_cast<int32_t>(1000 + 2 * (k + i % 7))) << "op " << k << " element " << i;
       }
     }
+  });
+  EXPECT_TRUE(world.value()->close().isOk());
+}
+
+// One large reduction does not hold up the operations behind it: the direct path reduces in slices, and the
+// driver gives the others a turn between them. A small all-reduce posted after a 128 MiB direct one (ranks
+// are threads of one process, so every buffer is addressable) completes while the large one is still
+// running; reducing the large one's 64 MiB share in one go, the small one would wait for all of it.
+TEST_P(CollEngineTest, SmallOperationOvertakesALargeDirectOne) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  world.value()->runRanks([&](int rank) {
+    RankEngine r = makeRank(*world.value(), rank, background, 120, 64, /*single_host=*/true);
+    std::vector<int32_t> large(size_t{32} << 20, rank + 1), small(4, rank + 10);
+    std::shared_ptr<Request> big =
+        post(r, r.coll->postAllReduce(large.data(), large.data(), large.size(), PSDP_INT32, PSDP_SUM));
+    std::shared_ptr<Request> quick =
+        post(r, r.coll->postAllReduce(small.data(), small.data(), small.size(), PSDP_INT32, PSDP_SUM));
+    ASSERT_EQ(r.engine->wait(*quick, Deadline::after(120)), WaitResult::kDone);
+    EXPECT_TRUE(quick->status().isOk()) << quick->status().toString();
+    EXPECT_FALSE(big->isDone()) << "the large all-reduce finished before the small one posted after it";
+    ASSERT_EQ(r.engine->wait(*big, Deadline::after(120)), WaitResult::kDone);
+    ASSERT_TRUE(big->status().isOk()) << big->status().toString();
+    for (int32_t x : small) ASSERT_EQ(x, 21);
+    for (size_t i = 0; i < large.size(); i += 4099) ASSERT_EQ(large[i], 3) << "element " << i;
+    ASSERT_EQ(large.back(), 3);
   });
   EXPECT_TRUE(world.value()->close().isOk());
 }
