@@ -5,7 +5,7 @@
 // all-reduce). Run through expect_rank_killed.sh, which launches it with `psdp-run --keep-going` and checks
 // that exactly the victim was killed and every other rank passed.
 //   mp_team_death VICTIM DIR
-// DIR: an empty directory the ranks use to wait for each other outside psdp (see mp_peer_death.cc).
+// DIR: an empty directory the ranks use to wait for each other outside psdp (mp_stages.h).
 #include <psdp/psdp.h>
 #include <signal.h>
 
@@ -15,42 +15,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "mp_report.h"
+#include "mp_stages.h"
 
+using psdp::mp::Clock;
+using psdp::mp::reachStage;
+using psdp::mp::secondsSince;
 using psdp::mp::why;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 // Well below the PSDP_TIMEOUT the test runs with: the errors must come from detecting the death.
 constexpr double kMaxSecondsToError = 5.0;
 constexpr int kInFlight = 32;
 constexpr size_t kCount = size_t{64} << 10;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Marks this rank as past `stage` in `dir` and waits (polling the directory, 30 s at most) until `ranks`
-// ranks are. Outside psdp on purpose: it must work while psdp is failing.
-bool reachStage(const std::filesystem::path& dir, const std::string& stage, int rank, int ranks) {
-  std::ofstream(dir / (stage + "." + std::to_string(rank))).put('\n');
-  Clock::time_point start = Clock::now();
-  while (secondsSince(start) < 30.0) {
-    int reached = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      reached += entry.path().filename().string().starts_with(stage + ".") ? 1 : 0;
-    }
-    if (reached >= ranks) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
 
 // One team of this rank: its communicator, and the dead rank's rank in it (-1: not a member).
 struct Team {
