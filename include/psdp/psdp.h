@@ -169,12 +169,15 @@ typedef struct psdp_config {
   const char* gpu_bus_id;    /* PSDP_GPU_BUS_ID: PCI bus id of this rank's GPU; unset: NULL (CPU-only) */
   int max_in_flight;         /* PSDP_MAX_IN_FLIGHT: operations of one communicator posted and not yet complete
                                 at most (a nonblocking call beyond it first waits for the oldest); unset: 0 */
+  int split_share;           /* PSDP_SPLIT_SHARE: 1 makes the communicators psdp_comm_split and
+                                psdp_comm_split_layout return teams on the parent's transport and progress
+                                thread; 0 gives them their own; unset: -1 */
 } psdp_config_t;
 
 #define PSDP_CONFIG_INITIALIZER                                                                             \
   {                                                                                                         \
     sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0                                  \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1                              \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256
@@ -252,10 +255,10 @@ PSDP_API psdp_status_t psdp_comm_init_from_env(const psdp_config_t* config, psdp
 
 /* Completes outstanding operations and flushes the transport so that every peer can destroy cleanly.
  * Collective; blocks up to the timeout. Afterwards every call that would talk to the peers or add to the
- * communicator (collectives, point-to-point, psdp_comm_split and psdp_comm_split_layout, psdp_state_register,
- * premul-sum ops, psdp_comm_finalize again) returns PSDP_ERR_INVALID_USAGE saying it is finalized; the local
- * queries psdp_comm_rank, psdp_comm_size, psdp_comm_get_layout, psdp_comm_get_placement and
- * psdp_get_last_error still answer, psdp_comm_abort does nothing, and psdp_comm_destroy frees it. */
+ * communicator (collectives, point-to-point, psdp_comm_split and psdp_comm_split_layout, psdp_comm_after,
+ * psdp_state_register, premul-sum ops, psdp_comm_finalize again) returns PSDP_ERR_INVALID_USAGE saying it is
+ * finalized; the local queries psdp_comm_rank, psdp_comm_size, psdp_comm_get_layout, psdp_comm_get_placement
+ * and psdp_get_last_error still answer, psdp_comm_abort does nothing, and psdp_comm_destroy frees it. */
 PSDP_API psdp_status_t psdp_comm_finalize(psdp_comm_h comm);
 
 /* Frees every resource of the communicator (threads, endpoints, memory). Local: does not wait for peers.
@@ -382,6 +385,19 @@ PSDP_API psdp_status_t psdp_gather(const void* sendbuf, void* recvbuf, size_t se
  * freed. Errors are recorded as the last error of the request's communicator (while it lives).
  * ------------------------------------------------------------------------------------------------ */
 
+/* Orders comm after a request, as cudaStreamWaitEvent orders a stream after an event: the operations posted
+ * on comm after this call start only once `request` has completed. It chains nonblocking collectives of
+ * different communicators without waiting in between, e.g. per chunk of sharded state: a reduce-scatter in
+ * the shard group (request rs), psdp_comm_after(replica_comm, rs), an all-reduce of its output in the replica
+ * group (ar), psdp_comm_after(shard_comm, ar), an all-gather of the reduced pieces. Nonblocking.
+ * `request`: pending or complete, of comm or of a communicator sharing comm's transport (split from the same
+ * communicator with PSDP_SPLIT_SHARE=1, the default); it stays the caller's to free. Local: the ranks need
+ * not make the same calls. If `request` fails, comm fails with its error (comm's members are told, so the
+ * failure reaches every rank's operations chained behind it). Counts toward comm's PSDP_MAX_IN_FLIGHT until
+ * `request` completes. Errors: invalid argument (comm or request NULL, a request of a communicator on
+ * another transport), invalid usage (a freed request, comm finalized), comm's recorded error. */
+PSDP_API psdp_status_t psdp_comm_after(psdp_comm_h comm, psdp_request_h request);
+
 /* PSDP_SUCCESS once complete, PSDP_IN_PROGRESS while not, or the operation's error. Never blocks (with
  * PSDP_PROGRESS=caller it advances the communicator's operations for a few microseconds). */
 PSDP_API psdp_status_t psdp_request_test(psdp_request_h request);
@@ -414,7 +430,12 @@ PSDP_API psdp_status_t psdp_op_destroy(psdp_comm_h comm, psdp_op_t op);
 /* Collective over `comm`: ranks with the same color form a new communicator, ordered by key (then by rank
  * in comm), as MPI_Comm_split and ncclCommSplit. color PSDP_SPLIT_NOCOLOR: *newcomm_p is set to NULL.
  * config NULL: the new communicator inherits comm's configuration. The new communicator is independent:
- * it may be used concurrently with comm from another thread, and destroyed in any order. */
+ * it may be used concurrently with comm from another thread, and destroyed in any order. It shares comm's
+ * transport and progress thread (config split_share, PSDP_SPLIT_SHARE, default 1), so a process gains no
+ * thread, UCX worker or endpoint by it; with split_share = 0 on any rank every new communicator of the call
+ * gets its own. Either way a failure stays with the communicators it concerns: a rank that dies fails
+ * those that contain it, psdp_comm_abort fails only the communicator it is given (its members are told),
+ * and the others go on. */
 PSDP_API psdp_status_t psdp_comm_split(psdp_comm_h comm, int color, int key, const psdp_config_t* config,
                                        psdp_comm_h* newcomm_p);
 

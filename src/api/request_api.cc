@@ -4,6 +4,7 @@
 
 using psdp::Deadline;
 using psdp::Status;
+using psdp::api::checkHandle;
 using psdp::api::checkRequest;
 using psdp::api::guarded;
 using psdp::api::requestComm;
@@ -26,6 +27,17 @@ Status waitRequest(psdp_request_h request, const Deadline& until) {
 }  // namespace
 
 extern "C" {
+
+PSDP_API psdp_status_t psdp_comm_after(psdp_comm_h comm, psdp_request_h request) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    PSDP_RETURN_IF_ERROR(checkRequest(request, "request"));
+    // A request whose communicator is gone has completed (destroying a communicator completes its requests):
+    // nothing is left to drive, only its status to pass on.
+    psdp_comm_h owner = requestComm(request);
+    return comm->impl->after(request->impl, owner != nullptr ? &owner->impl->context() : nullptr);
+  });
+}
 
 PSDP_API psdp_status_t psdp_request_test(psdp_request_h request) {
   return guarded(requestComm(request), [&] {

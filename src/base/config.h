@@ -39,6 +39,7 @@ struct Config {
   psdp_progress_mode_t progress_mode = PSDP_PROGRESS_THREAD;
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
   bool deterministic = false;
+  bool split_share = true;  // splits make teams on the parent's context (core/context.h)
   std::string topo_file;   // empty: discover the live machine
   std::string host_id;     // empty: the hostname
   std::string gpu_bus_id;  // "dddd:bb:dd.f"; empty: CPU-only

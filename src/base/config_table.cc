@@ -187,9 +187,10 @@ const ParamSpec kParamTable[] = {
      }},
 
     {"progress", "PSDP_PROGRESS", "thread|caller", "thread",
-     "Who drives collectives and the transport: 'thread' runs, per communicator, a thread that advances posted "
-     "operations in the background and a transport thread that sleeps on UCX's event fd when idle; 'caller' "
-     "has no thread, blocking calls and psdp_request_test/wait drive progress themselves.",
+     "Who drives collectives and the transport: 'thread' runs, per communicator made by init (its splits share "
+     "them), a thread that advances posted operations in the background and a transport thread that sleeps on "
+     "UCX's event fd when idle; 'caller' has no thread, blocking calls and psdp_request_test/wait drive progress "
+     "themselves.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, progress_mode) || u.progress_mode == PSDP_PROGRESS_UNSET) return std::nullopt;
        const char* name = progressModeName(static_cast<psdp_progress_mode_t>(u.progress_mode));
@@ -242,6 +243,22 @@ const ParamSpec kParamTable[] = {
        return Status::ok();
      },
      [](const Config& c) { return std::string(c.deterministic ? "1" : "0"); }},
+
+    {"split_share", "PSDP_SPLIT_SHARE", "0|1", "1",
+     "1: the communicators a split makes (psdp_comm_split, psdp_comm_split_layout) are teams on the parent's "
+     "transport and progress thread, so a process has no more threads and UCX workers with them than without; "
+     "0: each gets a transport and a thread of its own. Read from the config given to the split (or the "
+     "parent's); all ranks of the parent must agree, or every new communicator gets its own.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, split_share) || u.split_share < 0) return std::nullopt;
+       return fmt::format("{}", u.split_share);
+     },
+     [](std::string_view text, Config& c) -> Status {
+       if (text != "0" && text != "1") return Status::invalidArgument("'{}' is not 0 or 1", text);
+       c.split_share = text == "1";
+       return Status::ok();
+     },
+     [](const Config& c) { return std::string(c.split_share ? "1" : "0"); }},
 
     {"topo_file", "PSDP_TOPO_FILE", "path", "",
      "Topology the mapper places ranks with: an hwloc XML export (lstopo x.xml) or an NCCL topology file "

@@ -4,7 +4,7 @@
 // first disagreement it knows of, so after the last round every rank has heard, directly or not, from
 // every other one. No rank therefore returns success from a call some other rank made differently, even
 // when its own data happened to fit; and the rank that first sees a difference fails at once, so that its
-// fail notice reaches the others before their rounds would (core/coll_engine.h).
+// fail notice reaches the others before their rounds would (coll/task_queue.h).
 //
 // The data transfers do not wait for it: a matching call costs a few small messages alongside its data,
 // and the exchange is itself a barrier, which is all the barrier collective does.

@@ -1,5 +1,5 @@
 // The state machine every collective algorithm is: advanced as far as completions allow by whoever drives
-// it (core/coll_engine), which sleeps on the transport's event counter only when nothing moved.
+// it (coll/progress_driver.h), which sleeps on the transport's event counter only when nothing moved.
 #pragma once
 
 #include <cstddef>

@@ -2,8 +2,9 @@
 
 #include <unistd.h>
 
+#include <numeric>
+
 #include "topo/numa_binding.h"
-#include "transport/registry.h"
 
 namespace psdp::core {
 
@@ -11,12 +12,20 @@ Communicator::Communicator(int rank, int nranks, Config config, Logger log)
     : rank_(rank), nranks_(nranks), config_(std::move(config)), log_(std::move(log)) {}
 
 Communicator::~Communicator() {
-  // The engine first: it stops its thread and completes queued requests. A failed collective may have left
-  // transfers posted on the collectives' completions and staging; the transport's destructor aborts them
-  // (and closes endpoints when finalize() did not), so it goes before the collectives.
+  // Destroyed under pending operations, the team fails first: its members are told (they would otherwise
+  // wait for this rank until their timeout), and whatever its collectives left posted completes, so that no
+  // transfer still references their staging, their completions or a caller's buffer when those go. With
+  // nothing pending the members are left alone: operations they still finish without this rank go on.
+  if (team_ && state_ != State::kFinalized && (state_ == State::kFailed || (engine_ && !engine_->idle()))) {
+    team_->fail(state_ == State::kFailed
+                    ? failure_
+                    : Status::invalidUsage("rank {} destroyed the communicator before finalizing it", rank_));
+  }
   engine_.reset();
-  transport_.reset();
   collectives_.reset();
+  if (joined_) (void)leaveContext(/*clean=*/false, Deadline::after(config_.timeout_s));
+  team_.reset();
+  context_.reset();
 }
 
 Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const RendezvousId& id, int rank,
@@ -37,8 +46,9 @@ Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const Ren
 Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
   // A rank that cannot describe itself still joins the rendezvous (so the others fail at once), then fails.
   Result<topo::RankDescriptor> self = describeThisRank(config_, log_);
-  PSDP_RETURN_IF_ERROR(createTransport());
-  PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, transport_->localAddress());
+  PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Context> context,
+                        Context::create(rank_, nranks_, config_.progress_mode, log_));
+  PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, context->transport().localAddress());
   log_->debug("rendezvous at {} as rank {} of {}", id.address(), rank_, nranks_);
   std::vector<std::byte> payload = self.isOk() ? packRankPayload(address, self.value()) : rejectedRankPayload();
   PSDP_ASSIGN_OR_RETURN(auto payloads, exchangeViaRoot(id, rank_, nranks_, payload, config_, deadline, log_));
@@ -51,11 +61,14 @@ Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
     descriptors.push_back(std::move(unpacked.descriptor));
   }
   PSDP_RETURN_IF_ERROR(adoptPlacements(Placements::create(std::move(descriptors))));
-  // The transport's and the engine's progress threads start in connectPeers and inherit this thread's
-  // binding, and the staging memory is first touched there: all of them land on the rank's NUMA node.
+  // The transport's and the driver's progress threads start here and inherit this thread's binding, and
+  // the staging memory is first touched here: all of them land on the rank's NUMA node.
   topo::ScopedNumaBinding binding(placements_.placement(rank_).numa_node);
   log_->debug("NUMA binding of the progress threads and staging: {}", binding.outcome());
-  return connectPeers(addresses, deadline);
+  PSDP_RETURN_IF_ERROR(context->connect(addresses, deadline));
+  std::vector<int> members(static_cast<size_t>(nranks_));
+  std::iota(members.begin(), members.end(), 0);
+  return joinContext(std::move(context), /*team_id=*/0, std::move(members));
 }
 
 Status Communicator::adoptPlacements(Result<Placements> placements) {
@@ -70,29 +83,28 @@ Status Communicator::adoptPlacements(Result<Placements> placements) {
   return Status::ok();
 }
 
-Status Communicator::createTransport() {
-  // With PSDP_PROGRESS=thread the transport keeps its own progress thread even though the engine has one:
-  // the transport's thread keeps progressing UCX between collectives (sleeping on the worker's event fd),
-  // which rendezvous protocols need after the local side of an operation has completed (a CMA read's
-  // acknowledgement to the sender), and the engine thread then sleeps on the transport's event counter.
-  transport::TransportParams params{rank_, nranks_, config_.progress_mode, log_};
-  PSDP_ASSIGN_OR_RETURN(transport_, transport::createHostTransport(params));
-  return Status::ok();
-}
-
-Status Communicator::connectPeers(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) {
-  PSDP_RETURN_IF_ERROR(transport_->connect(addresses, deadline));
-  coll::CollParams coll_params{rank_, nranks_, config_.chunk_bytes, /*context_id=*/0, log_};
+Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team_id, std::vector<int> members) {
+  context_ = std::move(context);
+  PSDP_ASSIGN_OR_RETURN(transport::ContextId context_id, context_->joinTeam(team_id));
+  joined_ = true;
+  team_ = std::make_unique<transport::TeamTransport>(context_->transport(), context_id, std::move(members), rank_);
+  coll::CollParams coll_params{rank_, nranks_, config_.chunk_bytes, context_id, log_};
   coll_params.algorithm = config_.algorithm;
   coll_params.deterministic = config_.deterministic;
   coll_params.single_host = placements_.mapping().hosts.size() == 1;
   // The engine queues at most max_in_flight; one more is made before its post waits for room.
   coll_params.max_tasks = config_.max_in_flight + 1;
-  PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*transport_, coll_params));
-  bool background = config_.progress_mode == PSDP_PROGRESS_THREAD;
-  engine_ = std::make_unique<CollEngine>(*transport_, background, config_.timeout_s, config_.max_in_flight, log_);
-  log_->info("communicator ready: rank {} of {}, transport {}, pid {}", rank_, nranks_, transport_->name(), getpid());
+  PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*team_, coll_params));
+  engine_ = std::make_unique<coll::TaskQueue>(context_->driver(), *team_, config_.timeout_s, config_.max_in_flight,
+                                              log_);
+  log_->info("communicator ready: rank {} of {}, transport {}, context tag {:#x}, pid {}", rank_, nranks_,
+             team_->name(), context_id, getpid());
   return Status::ok();
+}
+
+Status Communicator::leaveContext(bool clean, const Deadline& deadline) {
+  joined_ = false;
+  return context_->leaveTeam(team_->context(), clean, deadline);
 }
 
 Status Communicator::checkUsable(const char* what) const {
@@ -165,6 +177,16 @@ Status Communicator::barrier(std::shared_ptr<Request>* request_p) {
   return submit(collectives_->postBarrier(), request_p);
 }
 
+Status Communicator::after(std::shared_ptr<Request> awaited, const Context* context) {
+  PSDP_RETURN_IF_ERROR(checkUsable("after"));
+  if (context != nullptr && context != context_.get()) {
+    return Status::invalidArgument(
+        "request: an operation of a communicator on another transport (another init, or a split with "
+        "split_share = 0) cannot order this one; wait for it instead");
+  }
+  return fail(engine_->postAfter(std::move(awaited)));
+}
+
 void Communicator::abort() {
   // Only the engine and the transport are touched: both are thread-safe, while state_ belongs to the
   // thread making calls, which learns of the abort from the engine (checkUsable, or its operation's status).
@@ -195,7 +217,7 @@ Status Communicator::finalize() {
     engine_.reset();
   }
   collectives_.reset();
-  Status closed = transport_->close(deadline);
+  Status closed = leaveContext(/*clean=*/true, deadline);
   state_ = State::kFinalized;
   if (!closed.isOk()) log_->warn("finalize: {}", closed.toString());
   return closed;

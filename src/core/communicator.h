@@ -1,5 +1,7 @@
-// A communicator: the ranks that met at one rendezvous, the transport connecting them and the collectives
-// running over it. The C API (src/api) holds one per psdp_comm_h.
+// A communicator: a team of ranks over a context (core/context.h: the transport and the progress driver it
+// shares with the other teams of this process), with its own collectives and task queue. psdp_comm_init
+// makes a context and its first team; splits make teams on the parent's context. The C API (src/api) holds
+// one per psdp_comm_h.
 #pragma once
 
 #include <memory>
@@ -13,13 +15,17 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "coll/collectives.h"
+#include "coll/task_queue.h"
 #include "core/bootstrap.h"
-#include "core/coll_engine.h"
+#include "core/context.h"
 #include "core/rank_placement.h"
 #include "core/rendezvous_id.h"
-#include "transport/transport.h"
+#include "transport/team_transport.h"
 
 namespace psdp::core {
+
+using coll::Request;
+using coll::WaitResult;
 
 class Communicator {
  public:
@@ -52,6 +58,11 @@ class Communicator {
                    std::shared_ptr<Request>* request_p = nullptr);
   Status barrier(std::shared_ptr<Request>* request_p = nullptr);
 
+  // psdp_comm_after: the operations posted after this start once `awaited` has completed; its failure
+  // fails this communicator. `context`: the awaited request's communicator's (null once that is gone and
+  // the request complete). Errors: invalid argument for a request of another context.
+  Status after(std::shared_ptr<Request> awaited, const Context* context);
+
   // Requests of this communicator's collectives. Thread-safe. test: never blocks, true once done.
   // wait: false when `until` passed first (the request stays valid); the communicator's timeout applies to
   // each operation independently of `until`.
@@ -59,10 +70,13 @@ class Communicator {
   bool wait(Request& request, const Deadline& until);
 
   // Collective over this communicator: ranks with the same color (>= 0) form a new communicator ordered by
-  // (key, rank here); color PSDP_SPLIT_NOCOLOR yields nullptr. The new one has its own transport (UCX worker),
-  // wired up through this communicator's all-gather, so the two are independent afterwards. config
-  // nullptr: this communicator's. Blocks up to the timeout; errors fail this communicator as a collective
-  // would (except invalid argument, decided locally).
+  // (key, rank here); color PSDP_SPLIT_NOCOLOR yields nullptr. The new one is a team on this one's context
+  // (no new thread, worker or endpoint) with an id its members agree on; where any rank's config asks for
+  // split_share = 0, or a progress mode other than this context's, every new team gets a context of its
+  // own instead (a new UCX worker, wired up through this communicator's all-gathers). Either way the two
+  // may be used concurrently and destroyed in any order, and a failure of one leaves the other alone unless
+  // it shares the failed rank. config nullptr: this communicator's. Blocks up to the timeout; errors fail
+  // this communicator as a collective would (except invalid argument, decided locally).
   Result<std::unique_ptr<Communicator>> split(int color, int key, const Config* config);
 
   // The two teams of the rank layout for shard groups of group_size (placements().layout): this rank's shard
@@ -74,12 +88,13 @@ class Communicator {
   };
   Result<LayoutTeams> splitLayout(int group_size, const Config* config);
 
-  // Waits for every rank (barrier), then flushes and closes the transport. Only destruction may follow.
+  // Waits for every rank (barrier), then leaves the context; the last team of a context flushes and closes
+  // its transport. Only destruction may follow.
   Status finalize();
 
-  // psdp_comm_abort: fails the transport with an aborted status (peers are told); whoever drives the
-  // operations then completes them with it. Thread-safe, also against a blocked collective of this
-  // communicator; not against destruction. A no-op after finalize().
+  // psdp_comm_abort: fails this team with an aborted status (its members are told; other teams of the
+  // context go on); whoever drives the operations then completes them with it. Thread-safe, also against a
+  // blocked collective of this communicator; not against destruction. A no-op after finalize().
   void abort();
 
   // Whether `what` (a collective, or anything else that talks to the peers) may run now: invalid usage once
@@ -93,16 +108,23 @@ class Communicator {
   // This communicator's premul-sum ops (thread-safe table); null once finalized.
   coll::CustomOps* customOps() { return collectives_ ? &collectives_->customOps() : nullptr; }
 
+  // The context it is a team of, shared with the teams split from it. Tests count its threads by it.
+  const Context& context() const { return *context_; }
+
  private:
   enum class State { kActive, kFailed, kFinalized };
 
   Communicator(int rank, int nranks, Config config, Logger log);
   Status connect(const RendezvousId& id, const Deadline& deadline);
-  Status createTransport();
   // Keeps the gathered descriptors and computes the mapping; logs this rank's placement.
   Status adoptPlacements(Result<Placements> placements);
-  // Connects the transport to every rank's address, then prepares the collectives and the engine.
-  Status connectPeers(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline);
+  // Becomes team `team_id` of `context` over its transport ranks `members` (this rank is rank_ of them):
+  // prepares the team's transport view, collectives and task queue.
+  Status joinContext(std::shared_ptr<Context> context, uint64_t team_id, std::vector<int> members);
+  // Leaves the context (clean: finalized); the last team out closes the transport.
+  Status leaveContext(bool clean, const Deadline& deadline);
+  // split()'s new team: on this context (shared) or on a new one wired up through this communicator.
+  Status shareContext(Communicator& child, const std::vector<int>& members, uint64_t team_id);
   // Queues a posted task; waits for it when request_p is NULL. REQUIRES: checkUsable() passed (the
   // collectives exist).
   Status submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p);
@@ -114,13 +136,16 @@ class Communicator {
   const Config config_;
   Logger log_;
   Placements placements_;
-  // Declared in creation order; the destructor stops the engine, then closes the transport (which
-  // completes what a failed collective left posted) before the collectives' staging and completions go.
-  std::unique_ptr<transport::Transport> transport_;
+  // Declared in creation order. The destructor fails the team first unless it finalized (which completes
+  // what a failed or abandoned collective left posted), then frees the queue, the collectives' staging and
+  // completions, the view, and last its hold on the context.
+  std::shared_ptr<Context> context_;
+  std::unique_ptr<transport::TeamTransport> team_;
   std::unique_ptr<coll::Collectives> collectives_;
-  std::unique_ptr<CollEngine> engine_;
+  std::unique_ptr<coll::TaskQueue> engine_;
+  bool joined_ = false;  // the context counts this team
   // Held shared by the calls other threads may make while the posting thread finalizes (abort, test, wait),
-  // exclusively by finalize() while it frees the engine.
+  // exclusively by finalize() while it frees the queue.
   mutable std::shared_mutex engine_lifetime_;
   State state_ = State::kActive;
   Status failure_;

@@ -1,8 +1,10 @@
-// psdp_comm_split: the new communicator gets its own transport (a new UCX worker), whose addresses travel
-// through the parent's all-gather; no second rendezvous is needed, and parent and child share nothing
-// afterwards, so they may run concurrently from different threads and be destroyed in any order.
+// psdp_comm_split: the new communicator is a team on the parent's context by default: its members agree on
+// a team id through the parent's all-gather, and it shares the parent's transport and driver (no thread,
+// worker or endpoint is made). Where a rank asks for a context of its own, every new team gets one, whose
+// addresses travel through the parent's all-gathers: no second rendezvous either way.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <optional>
 
 #include "core/communicator.h"
@@ -11,14 +13,18 @@
 namespace psdp::core {
 namespace {
 
-// The parent ranks that chose `color`, ordered by (key, parent rank). colors_keys: (color, key) per rank.
-std::vector<int> membersOf(const std::vector<int32_t>& colors_keys, int color) {
+// What each parent rank says in the split's first all-gather.
+enum SplitField { kColor, kKey, kOwnContext, kNextTeamId, kSplitFields };
+
+// The parent ranks that chose `color`, ordered by (key, parent rank). table: kSplitFields per rank.
+std::vector<int> membersOf(const std::vector<int64_t>& table, int color) {
+  auto field = [&](size_t r, SplitField f) { return table[r * kSplitFields + f]; };
   std::vector<int> members;
-  for (size_t r = 0; r < colors_keys.size() / 2; ++r) {
-    if (colors_keys[2 * r] == color) members.push_back(static_cast<int>(r));
+  for (size_t r = 0; r < table.size() / kSplitFields; ++r) {
+    if (field(r, kColor) == color) members.push_back(static_cast<int>(r));
   }
   std::stable_sort(members.begin(), members.end(),
-                   [&](int a, int b) { return colors_keys[2 * a + 1] < colors_keys[2 * b + 1]; });
+                   [&](int a, int b) { return field(static_cast<size_t>(a), kKey) < field(static_cast<size_t>(b), kKey); });
   return members;
 }
 
@@ -28,54 +34,90 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
   if (color < 0 && color != PSDP_SPLIT_NOCOLOR) {
     return Status::invalidArgument("color {} is negative (only PSDP_SPLIT_NOCOLOR may be)", color);
   }
-  int32_t mine[2] = {color, key};
-  std::vector<int32_t> colors_keys(2 * static_cast<size_t>(nranks_));
-  PSDP_RETURN_IF_ERROR(allGather(mine, colors_keys.data(), 2, PSDP_INT32));
+  const Config& child_config = config ? *config : config_;
+  const bool own_context = color != PSDP_SPLIT_NOCOLOR &&
+                           (!child_config.split_share || child_config.progress_mode != context_->progressMode());
+  int64_t mine[kSplitFields] = {color, key, own_context ? 1 : 0, static_cast<int64_t>(context_->nextTeamId())};
+  std::vector<int64_t> table(kSplitFields * static_cast<size_t>(nranks_));
+  PSDP_RETURN_IF_ERROR(allGather(mine, table.data(), kSplitFields, PSDP_INT64));
+  bool any_own = false;
+  for (int r = 0; r < nranks_; ++r) any_own |= table[static_cast<size_t>(r) * kSplitFields + kOwnContext] != 0;
 
-  // A rank whose transport cannot be made still takes part in the exchanges below (with an empty address),
-  // so that the other ranks are not left waiting; its group's peers then fail to connect to it.
   std::unique_ptr<Communicator> child;
   std::optional<topo::ScopedNumaBinding> binding;  // held until the child's threads and staging exist
   std::vector<int> members;
-  std::vector<std::byte> address;
   Status local;
   if (color != PSDP_SPLIT_NOCOLOR) {
-    members = membersOf(colors_keys, color);
+    members = membersOf(table, color);
     int child_rank = static_cast<int>(std::find(members.begin(), members.end(), rank_) - members.begin());
     // The parent's logger: its lines carry the parent rank, unique per process, and PSDP_LOG_FILE's %r
     // keeps naming one file per process.
-    child.reset(new Communicator(child_rank, static_cast<int>(members.size()), config ? *config : config_, log_));
+    child.reset(new Communicator(child_rank, static_cast<int>(members.size()), child_config, log_));
     local = child->adoptPlacements(placements_.subset(members));
-    // The child's progress threads and staging go on the NUMA node of its own placement, which can differ
-    // from the parent's where unbound ranks are spread over the nodes.
+    // The child's staging (and threads, with a context of its own) go on the NUMA node of its own placement,
+    // which can differ from the parent's where unbound ranks are spread over the nodes.
     if (local.isOk()) binding.emplace(child->placements_.placement(child_rank).numa_node);
-    if (local.isOk()) local = child->createTransport();
-    if (local.isOk()) {
-      Result<std::vector<std::byte>> own = child->transport_->localAddress();
-      if (own.isOk()) address = std::move(own).value();
-      local = own.status();
+  }
+  if (!any_own) {
+    PSDP_RETURN_IF_ERROR(local);
+    if (!child) return std::unique_ptr<Communicator>();
+    uint64_t team_id = 0;
+    for (int member : members) {
+      team_id = std::max(team_id, static_cast<uint64_t>(table[static_cast<size_t>(member) * kSplitFields + kNextTeamId]));
     }
+    log_->debug("split: color {} key {} is rank {} of {}, team {} of this context", color, key, child->rank_,
+                child->nranks_, team_id);
+    PSDP_RETURN_IF_ERROR(shareContext(*child, members, team_id));
+    return child;
   }
 
+  // A context of its own. A rank whose transport cannot be made still takes part in the exchanges below
+  // (with an empty address), so that the other ranks are not left waiting; its group's peers then fail to
+  // connect to it.
+  std::shared_ptr<Context> context;
+  std::vector<std::byte> address;
+  if (child && local.isOk()) {
+    Result<std::shared_ptr<Context>> made =
+        Context::create(child->rank_, child->nranks_, child_config.progress_mode, log_);
+    local = made.status();
+    if (made.isOk()) context = std::move(made).value();
+  }
+  if (context) {
+    Result<std::vector<std::byte>> own = context->transport().localAddress();
+    if (own.isOk()) address = std::move(own).value();
+    local = own.status();
+  }
   // Addresses differ in length: all-gather the lengths, then every address padded to the longest.
   uint64_t length = address.size();
   std::vector<uint64_t> lengths(static_cast<size_t>(nranks_));
   PSDP_RETURN_IF_ERROR(allGather(&length, lengths.data(), 1, PSDP_UINT64));
   size_t longest = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
   address.resize(longest);
-  std::vector<std::byte> table(longest * static_cast<size_t>(nranks_));
-  PSDP_RETURN_IF_ERROR(allGather(address.data(), table.data(), longest, PSDP_UINT8));
+  std::vector<std::byte> addresses_table(longest * static_cast<size_t>(nranks_));
+  PSDP_RETURN_IF_ERROR(allGather(address.data(), addresses_table.data(), longest, PSDP_UINT8));
   PSDP_RETURN_IF_ERROR(local);
   if (!child) return std::unique_ptr<Communicator>();
 
   std::vector<std::vector<std::byte>> addresses;
   for (int member : members) {
-    const std::byte* begin = table.data() + static_cast<size_t>(member) * longest;
+    const std::byte* begin = addresses_table.data() + static_cast<size_t>(member) * longest;
     addresses.emplace_back(begin, begin + lengths[static_cast<size_t>(member)]);
   }
-  log_->debug("split: color {} key {} is rank {} of {}", color, key, child->rank_, child->nranks_);
-  PSDP_RETURN_IF_ERROR(child->connectPeers(addresses, Deadline::after(child->config_.timeout_s)));
+  log_->debug("split: color {} key {} is rank {} of {}, on a context of its own", color, key, child->rank_,
+              child->nranks_);
+  PSDP_RETURN_IF_ERROR(context->connect(addresses, Deadline::after(child->config_.timeout_s)));
+  std::vector<int> ranks(members.size());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  PSDP_RETURN_IF_ERROR(child->joinContext(std::move(context), /*team_id=*/0, std::move(ranks)));
   return child;
+}
+
+// The child's members in the context's ranks: this team's view maps them.
+Status Communicator::shareContext(Communicator& child, const std::vector<int>& members, uint64_t team_id) {
+  std::vector<int> context_ranks;
+  context_ranks.reserve(members.size());
+  for (int member : members) context_ranks.push_back(team_->members()[static_cast<size_t>(member)]);
+  return child.joinContext(context_, team_id, std::move(context_ranks));
 }
 
 Result<Communicator::LayoutTeams> Communicator::splitLayout(int group_size, const Config* config) {

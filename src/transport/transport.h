@@ -28,6 +28,16 @@ inline constexpr Tag kTagMask = (Tag{1} << kTagBits) - 1;
 // wire-up exchange). send/recv reject caller tags with it set (invalid argument).
 inline constexpr Tag kReservedTagBit = Tag{1} << (kTagBits - 1);
 
+// The context field of a tag: the team (communicator) a message belongs to, when teams share one transport.
+// Callers put their team's id there; failContext() acts on every operation of one id and nothing else.
+inline constexpr int kContextShift = 28;
+inline constexpr int kContextBits = 16;
+using ContextId = uint16_t;
+constexpr ContextId contextOf(Tag tag) {
+  return static_cast<ContextId>((tag >> kContextShift) & ((Tag{1} << kContextBits) - 1));
+}
+static_assert(kContextShift + kContextBits < kTagBits, "the context field stays clear of the reserved bit");
+
 // The completion of one send or recv. Owned by the caller; it must stay alive and unmoved until isDone().
 // The backend writes `status` and then sets `done` (release), exactly once per posted operation.
 struct Completion {
@@ -83,6 +93,9 @@ class Transport {
   // wake-up fd when nothing moves. It may return early (spurious wakeup): callers loop. Errors: timeout,
   // and any fatal backend error.
   virtual Status waitEvents(uint32_t seen, const Deadline& deadline) = 0;
+  // Changes eventCount(), so that a waitEvents in another thread returns: work that is not a transfer
+  // (a task posted to a driver that sleeps here) is waiting. Cheap while nobody sleeps. Thread-safe.
+  virtual void wake() = 0;
 
   // Fail-stop, for users that cannot go on once any rank is lost (a communicator's collectives): peers are
   // told `reason` (best effort), every pending operation completes with it (receives are canceled, sends
@@ -93,6 +106,23 @@ class Transport {
   // involves that peer) or fail()'s reason; ok while every peer is healthy. Waiters are woken
   // (eventCount() changes) when it is first set. Thread-safe.
   virtual Status failure() const = 0;
+
+  // Failure of one context (a team sharing this transport with others), leaving the other contexts and the
+  // peers' endpoints alone. Tells `peers` (context ranks, best effort) `reason`, which they report for the
+  // context (contextFailure); cancels this rank's receives of the context and lets those already matched
+  // finish (briefly), then completes whatever of the context is left, sends included, with `reason`; later
+  // posts on the context return it. When it returns no receive of the context remains posted, and every
+  // completion of the context is written. Thread-safe; later calls keep the first reason (a peer's notice
+  // that arrived first included).
+  virtual void failContext(ContextId context, const std::vector<int>& peers, const Status& reason) = 0;
+  // The failure of a context: its own failContext's reason or the first reason a peer reported for it; ok
+  // otherwise. Thread-safe.
+  virtual Status contextFailure(ContextId context) const = 0;
+  // The failure of one peer (remote error naming it) once known; ok while it is healthy. Thread-safe.
+  virtual Status peerFailure(int peer) const = 0;
+  // Bumped whenever a failure of any kind is recorded (a peer's, a context's, the transport's): readers of
+  // the three above may cache their answers until it changes. Waiters are woken (eventCount() changes) too.
+  virtual uint32_t failureEpoch() const = 0;
 
   // Flushes every endpoint and closes it, then stops the progress thread. Call once, after every
   // operation has completed. Blocks up to the deadline.

@@ -29,6 +29,7 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, host_id) == 88);
   CHECK(offsetof(psdp_config_t, gpu_bus_id) == 96);
   CHECK(offsetof(psdp_config_t, max_in_flight) == 104);
+  CHECK(offsetof(psdp_config_t, split_share) == 108);
   CHECK(sizeof(psdp_config_t) == 112);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
 }
@@ -99,6 +100,7 @@ static void test_handle_arguments(void) {
   CHECK_ERROR(psdp_request_wait(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
   CHECK_ERROR(psdp_request_wait_timeout(NULL, 1.0), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
   CHECK_ERROR(psdp_request_free(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
+  CHECK_ERROR(psdp_comm_after(NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
   /* A pointer that was never a request is refused, not dereferenced. */
   CHECK_ERROR(psdp_request_test((psdp_request_h)buf), PSDP_ERR_INVALID_USAGE, NULL, "not a live request");
 }
@@ -117,6 +119,16 @@ static void test_one_rank_requests(psdp_comm_h comm) {
   CHECK(out[0] == 1 && out[4] == 5);
   CHECK(psdp_request_test(req) == PSDP_SUCCESS);
   CHECK_ERROR(psdp_request_wait_timeout(req, -1.0), PSDP_ERR_INVALID_ARGUMENT, comm, "timeout_s");
+  CHECK(psdp_request_free(req) == PSDP_SUCCESS);
+  CHECK(psdp_request_free(barrier_req) == PSDP_SUCCESS);
+
+  /* Ordered after a request: the all-reduce behind it still completes, exactly. */
+  CHECK_ERROR(psdp_comm_after(comm, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "request");
+  CHECK(psdp_barrier(comm, &barrier_req) == PSDP_SUCCESS);
+  CHECK(psdp_comm_after(comm, barrier_req) == PSDP_SUCCESS);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, &req) == PSDP_SUCCESS);
+  CHECK(psdp_request_wait(req) == PSDP_SUCCESS && out[0] == 1 && out[4] == 5);
   CHECK(psdp_request_free(req) == PSDP_SUCCESS);
   CHECK(psdp_request_free(barrier_req) == PSDP_SUCCESS);
 

@@ -12,7 +12,7 @@ from pathlib import Path
 SHARED_MEMORY = ["transport/process_identity.h", "transport/shared_segment.h", "transport/peer_segment_map.h",
                  "transport/cross_memory.h"]
 # What every backend may share besides the interface: helpers that know no backend.
-TRANSPORT_SHARED = ["transport/transport.h", "transport/peer_liveness.h"] + SHARED_MEMORY
+TRANSPORT_SHARED = ["transport/transport.h", "transport/peer_liveness.h", "transport/team_transport.h"] + SHARED_MEMORY
 
 # room -> rooms (path prefixes under src/) it may include, itself included.
 ALLOWED = {

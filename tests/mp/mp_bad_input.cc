@@ -88,7 +88,10 @@ void pendingRequest(psdp_comm_h parent, psdp_comm_h child, int rank, int nranks,
 }
 
 // Rank 0 destroys the child under a request the peers never join; they destroy theirs once it is done.
+// Destroying under a pending request tells the peers that the child failed, which fails what they still
+// have in flight on it: the barrier first lets every rank finish the checks before.
 void destroyUnderPendingRequest(psdp_comm_h parent, psdp_comm_h child, int rank, psdp::mp::Report& report) {
+  parentBarrier(parent, report, "before rank 0 destroys the child");
   if (rank == 0) {
     std::vector<int32_t> data(1000, 1);
     psdp_request_h request = nullptr;

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bitset>
 #include <charconv>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "transport/peer_liveness.h"
@@ -30,14 +33,17 @@ namespace {
 constexpr int kMaxRanks = 1 << (64 - kTagBits);
 constexpr ucp_tag_t kFullTagMask = ~ucp_tag_t{0};
 constexpr Tag kWireupTag = kReservedTagBit;
-// Notices between transports, one per peer and direction at most: "bye" from a peer that closes normally
-// (its process exiting afterwards is then no failure), or "fail:<status code>:<reason>" from a peer that
-// fail-stops, so that every rank learns the root cause rather than a reset connection. A mismatch (ranks
-// that called different collectives) stays a mismatch on every rank; any other reason is a remote error.
+// Notices between transports: "bye" from a peer that closes normally (its process exiting afterwards is
+// then no failure), "fail:<status code>:<reason>" from a peer that fail-stops, so that every rank learns the
+// root cause rather than a reset connection, and "cfail:<context>:<status code>:<reason>" from a peer where
+// one context (team) failed. A mismatch (ranks that called different collectives) stays a mismatch on
+// every rank; any other reason is a remote error. One receive per peer is always posted, again after each
+// context notice.
 constexpr Tag kNoticeTag = kReservedTagBit | 1;
 constexpr size_t kNoticeBytes = 512;
 constexpr std::string_view kByeNotice = "bye";
 constexpr std::string_view kFailNotice = "fail:";
+constexpr std::string_view kContextFailNotice = "cfail:";
 constexpr std::string_view kReportedBy = "reported by rank ";
 // How many progress calls a dead peer's messages get to arrive before its death is judged: what it sent
 // before exiting is already in shared memory or a socket buffer.
@@ -73,6 +79,15 @@ Status failNoticeStatus(int peer, std::string_view text) {
   return Status::remote("peer {} failed: {}", peer, text);
 }
 
+// "<context>:<rest>" -> (context, rest); nullopt when malformed.
+std::optional<std::pair<ContextId, std::string_view>> splitContextNotice(std::string_view text) {
+  unsigned context = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), context);
+  if (error != std::errc() || end == text.data() + text.size() || *end != ':' || context > 0xffff) return std::nullopt;
+  text.remove_prefix(static_cast<size_t>(end - text.data()) + 1);
+  return std::make_pair(static_cast<ContextId>(context), text);
+}
+
 const char* progressModeName(psdp_progress_mode_t mode) {
   return mode == PSDP_PROGRESS_THREAD ? "thread" : "caller";
 }
@@ -90,8 +105,16 @@ class UcxTransport final : public Transport {
   Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) override;
   uint32_t eventCount() const override { return events_.load(std::memory_order_acquire); }
   Status waitEvents(uint32_t seen, const Deadline& deadline) override;
+  void wake() override {
+    events_.fetch_add(1, std::memory_order_seq_cst);
+    loop_->wakeSleeper();
+  }
   void fail(const Status& reason) override;
   Status failure() const override;
+  void failContext(ContextId context, const std::vector<int>& peers, const Status& reason) override;
+  Status contextFailure(ContextId context) const override;
+  Status peerFailure(int peer) const override;
+  uint32_t failureEpoch() const override { return failure_epoch_.load(std::memory_order_acquire); }
   Status close(const Deadline& deadline) override;
 
  private:
@@ -113,12 +136,16 @@ class UcxTransport final : public Transport {
     // not know, so its sends are failed by force-closing the endpoint, and completions carry this status.
     Status status;
     bool close_endpoint = false;
-    // This rank's receive for the peer's notice, and the send of ours.
+    // This rank's receive for the peer's notice, and the sends of ours (a list: their completions must not
+    // move; the ones done are dropped at the next send).
     Completion notice_in;
     std::array<char, kNoticeBytes> notice_text{};
     size_t notice_length = 0;
-    Completion notice_out;
-    std::string notice_out_text;
+    struct OutgoingNotice {
+      Completion done;
+      std::string text;
+    };
+    std::list<OutgoingNotice> notices_out;
     // GUARDED_BY(the worker lock): the peer closed normally; then it exited with nothing left to do here.
     bool said_bye = false;
     bool departed = false;
@@ -141,6 +168,7 @@ class UcxTransport final : public Transport {
   Status opStatus(const PendingOp& op, ucs_status_t status, size_t length) const;
   Status peerFailedStatus(int peer) const;
   Status checkPeerUsable(int peer) const;
+  Status checkContextUsable(Tag tag) const;
 
   static void onSendDone(void* request, ucs_status_t status, void* user_data);
   static void onRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data);
@@ -153,13 +181,18 @@ class UcxTransport final : public Transport {
   void handleFailures();
   void handlePeerFailure(int peer);
   void recordFailure(const Status& status);
+  // Keeps the first reason of a context; true if it is the first.
+  bool recordContextFailure(ContextId context, const Status& status);
+  void bumpFailureEpoch();
   void cancelRecvs(Peer& peer);
 
   Status exchangeWireup(const Deadline& deadline);
   PendingOp* acquireNoticeOp(int peer, size_t bytes, bool is_recv, Completion* completion);
   Status postNoticeRecvs();
+  Status postNoticeRecv(int peer);
   void cancelNoticeRecvs();
   void sendNotices(std::string_view text);
+  void sendNotice(int peer, std::string_view text);
   void readNotices();
   void flushNotices(const Deadline& deadline);
   void drainBeforeJudging();
@@ -186,7 +219,12 @@ class UcxTransport final : public Transport {
   std::atomic<bool> failure_pending_{false};
   PeerLiveness liveness_;  // GUARDED_BY(the worker lock)
   mutable std::mutex failure_mutex_;
-  Status failure_;  // GUARDED_BY(failure_mutex_)
+  Status failure_;                                         // GUARDED_BY(failure_mutex_)
+  std::vector<Status> peer_failures_;                      // GUARDED_BY(failure_mutex_), per rank
+  std::unordered_map<ContextId, Status> context_failures_;  // GUARDED_BY(failure_mutex_)
+  std::atomic<uint32_t> failure_epoch_{0};
+  // Contexts failed here (failContext ran): their posts are refused. GUARDED_BY(the worker lock).
+  std::bitset<size_t{1} << kContextBits> failed_contexts_;
   int liveness_countdown_ = kLivenessPolls;
   // connect()'s exchange: recvs then sends, one per rank. Members, so that a wire-up abandoned at its
   // deadline still has somewhere to complete.
@@ -231,6 +269,7 @@ Status UcxTransport::init(const UcxOptions& options) {
   PSDP_ASSIGN_OR_RETURN(loop_, WorkerLoop::create(worker_.get(), [this] { afterProgress(); }));
   peers_ = std::make_unique<Peer[]>(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) peers_[r].owner = this;
+  peer_failures_.resize(static_cast<size_t>(nranks_));
   state_ = State::kCreated;
   log_->debug("ucx transport created, {} ranks, progress {}, address {} bytes", nranks_, progressModeName(mode_),
               address_.size());
@@ -299,35 +338,42 @@ PendingOp* UcxTransport::acquireNoticeOp(int peer, size_t bytes, bool is_recv, C
 Status UcxTransport::postNoticeRecvs() {
   auto lock = loop_->lockForPost();
   for (int r = 0; r < nranks_; ++r) {
-    if (r == rank_) continue;
-    Peer& peer = peers_[r];
-    peer.notice_in.reset();
-    PendingOp* op = acquireNoticeOp(r, peer.notice_text.size(), /*is_recv=*/true, &peer.notice_in);
-    ucp_request_param_t param = opParam(op);
-    param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    param.cb.recv = &onRecvDone;
-    PSDP_RETURN_IF_ERROR(endPost(op, ucp_tag_recv_nbx(worker_.get(), peer.notice_text.data(), peer.notice_text.size(),
-                                                      wireTag(r, kNoticeTag), kFullTagMask, &param)));
+    if (r != rank_) PSDP_RETURN_IF_ERROR(postNoticeRecv(r));
   }
   return Status::ok();
 }
 
+// Under the worker lock.
+Status UcxTransport::postNoticeRecv(int r) {
+  Peer& peer = peers_[r];
+  peer.notice_in.reset();
+  PendingOp* op = acquireNoticeOp(r, peer.notice_text.size(), /*is_recv=*/true, &peer.notice_in);
+  ucp_request_param_t param = opParam(op);
+  param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  param.cb.recv = &onRecvDone;
+  return endPost(op, ucp_tag_recv_nbx(worker_.get(), peer.notice_text.data(), peer.notice_text.size(),
+                                      wireTag(r, kNoticeTag), kFullTagMask, &param));
+}
+
 // Best effort, under the worker lock: a notice that cannot be posted (the peer already failed) is skipped.
 void UcxTransport::sendNotices(std::string_view text) {
-  for (int r = 0; r < nranks_; ++r) {
-    Peer& peer = peers_[r];
-    if (r == rank_ || peer.failed.load(std::memory_order_acquire) || !peer.ep.isOpen()) continue;
-    peer.notice_out_text.assign(text.substr(0, kNoticeBytes));
-    peer.notice_out.reset();
-    PendingOp* op = acquireNoticeOp(r, peer.notice_out_text.size(), /*is_recv=*/false, &peer.notice_out);
-    ucp_request_param_t param = opParam(op);
-    param.cb.send = &onSendDone;
-    Status posted = endPost(op, ucp_tag_send_nbx(peer.ep.get(), peer.notice_out_text.data(),
-                                                 peer.notice_out_text.size(), wireTag(rank_, kNoticeTag), &param));
-    if (!posted.isOk()) {
-      peer.notice_out_text.clear();
-      log_->debug("notice to peer {} not sent: {}", r, posted.toString());
-    }
+  for (int r = 0; r < nranks_; ++r) sendNotice(r, text);
+}
+
+void UcxTransport::sendNotice(int r, std::string_view text) {
+  Peer& peer = peers_[r];
+  if (r == rank_ || peer.failed.load(std::memory_order_acquire) || !peer.ep.isOpen()) return;
+  peer.notices_out.remove_if([](const Peer::OutgoingNotice& notice) { return notice.done.isDone(); });
+  Peer::OutgoingNotice& notice = peer.notices_out.emplace_back();
+  notice.text.assign(text.substr(0, kNoticeBytes));
+  PendingOp* op = acquireNoticeOp(r, notice.text.size(), /*is_recv=*/false, &notice.done);
+  ucp_request_param_t param = opParam(op);
+  param.cb.send = &onSendDone;
+  Status posted = endPost(
+      op, ucp_tag_send_nbx(peer.ep.get(), notice.text.data(), notice.text.size(), wireTag(rank_, kNoticeTag), &param));
+  if (!posted.isOk()) {
+    peer.notices_out.pop_back();
+    log_->debug("notice to peer {} not sent: {}", r, posted.toString());
   }
 }
 
@@ -335,7 +381,9 @@ void UcxTransport::sendNotices(std::string_view text) {
 void UcxTransport::flushNotices(const Deadline& deadline) {
   auto sent = [&] {
     for (int r = 0; r < nranks_; ++r) {
-      if (r != rank_ && !peers_[r].notice_out_text.empty() && !peers_[r].notice_out.isDone()) return false;
+      for (const Peer::OutgoingNotice& notice : peers_[r].notices_out) {
+        if (!notice.done.isDone()) return false;
+      }
     }
     return true;
   };
@@ -352,6 +400,18 @@ void UcxTransport::readNotices() {
     if (text == kByeNotice) {
       peer.said_bye = true;
       log_->debug("peer {} closed its transport", r);
+    } else if (text.starts_with(kContextFailNotice)) {
+      text.remove_prefix(kContextFailNotice.size());
+      if (auto parsed = splitContextNotice(text)) {
+        Status status = failNoticeStatus(r, parsed->second);
+        if (recordContextFailure(parsed->first, status)) {
+          log_->debug("context {:#x}: told by peer {}: {}", parsed->first, r, status.toString());
+        }
+      } else {
+        log_->warn("peer {} sent a malformed context notice", r);
+      }
+      Status reposted = postNoticeRecv(r);
+      if (!reposted.isOk()) log_->debug("notice receive from peer {} not posted again: {}", r, reposted.toString());
     } else if (text.starts_with(kFailNotice)) {
       text.remove_prefix(kFailNotice.size());
       markFailed(peer, failNoticeStatus(r, text), Cause::kNotice);
@@ -475,6 +535,7 @@ Status UcxTransport::postSend(int peer, Tag tag, const void* buf, size_t bytes, 
   {
     auto lock = loop_->lockForPost();
     PSDP_RETURN_IF_ERROR(checkPeerUsable(peer));
+    PSDP_RETURN_IF_ERROR(checkContextUsable(tag));
     PendingOp* op = beginOp(peer, tag, bytes, /*is_recv=*/false, completion);
     ucp_request_param_t param = opParam(op);
     param.cb.send = &onSendDone;
@@ -491,6 +552,7 @@ Status UcxTransport::postRecv(int peer, Tag tag, void* buf, size_t bytes, Comple
   {
     auto lock = loop_->lockForPost();
     PSDP_RETURN_IF_ERROR(checkPeerUsable(peer));
+    PSDP_RETURN_IF_ERROR(checkContextUsable(tag));
     PendingOp* op = beginOp(peer, tag, bytes, /*is_recv=*/true, completion);
     ucp_request_param_t param = opParam(op);
     param.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
@@ -554,10 +616,22 @@ Status UcxTransport::opStatus(const PendingOp& op, ucs_status_t status, size_t l
                             op.bytes);
   }
   if (peers_[op.peer].failed.load(std::memory_order_acquire)) return peerFailedStatus(op.peer);
+  if (status == UCS_ERR_CANCELED && failed_contexts_.test(contextOf(op.tag))) {
+    Status failed = contextFailure(contextOf(op.tag));
+    if (!failed.isOk()) return failed;
+  }
   if (status == UCS_ERR_CANCELED)
     return Status::aborted("{} peer {} tag {:#x} canceled: transport closed", kind, op.peer, op.tag);
   log_->debug("{} peer {} tag {:#x} failed: {}", kind, op.peer, op.tag, ucs_status_string(status));
   return ucsStatus(status, fmt::format("{} peer {} tag {:#x}", kind, op.peer, op.tag));
+}
+
+// Under the worker lock.
+Status UcxTransport::checkContextUsable(Tag tag) const {
+  ContextId context = contextOf(tag);
+  if (!failed_contexts_.test(context)) return Status::ok();
+  Status failed = contextFailure(context);
+  return failed.isOk() ? Status::aborted("context {:#x} failed", context) : failed;
 }
 
 // Under the worker lock.
@@ -633,9 +707,80 @@ void UcxTransport::recordFailure(const Status& status) {
     if (!failure_.isOk()) return;
     failure_ = status;
   }
-  // Wakes whoever waits for events, so that it sees the failure even if none of its operations involve
-  // the failed peer.
+  bumpFailureEpoch();
+}
+
+// Wakes whoever waits for events, so that it sees the failure even if none of its operations involve the
+// failed peer or context.
+void UcxTransport::bumpFailureEpoch() {
+  failure_epoch_.fetch_add(1, std::memory_order_seq_cst);
   events_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+bool UcxTransport::recordContextFailure(ContextId context, const Status& status) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (!context_failures_.try_emplace(context, status).second) return false;
+  }
+  bumpFailureEpoch();
+  return true;
+}
+
+Status UcxTransport::contextFailure(ContextId context) const {
+  std::lock_guard lock(failure_mutex_);
+  auto it = context_failures_.find(context);
+  return it == context_failures_.end() ? Status::ok() : it->second;
+}
+
+Status UcxTransport::peerFailure(int peer) const {
+  if (peer < 0 || peer >= nranks_) return Status::invalidArgument("peer {} out of range [0, {})", peer, nranks_);
+  std::lock_guard lock(failure_mutex_);
+  return peer_failures_[static_cast<size_t>(peer)];
+}
+
+void UcxTransport::failContext(ContextId context, const std::vector<int>& peers, const Status& reason) {
+  recordContextFailure(context, reason);
+  {
+    auto lock = loop_->lockForPost();
+    if (state_ != State::kConnected || failed_contexts_.test(context)) return;
+    failed_contexts_.set(context);
+    // The root cause travels: a peer's reason when one arrived first.
+    Status cause = contextFailure(context);
+    log_->debug("context {:#x} failed: {}", context, cause.toString());
+    std::string text =
+        fmt::format("{}{}:{}:{}", kContextFailNotice, context, static_cast<int>(cause.code()), cause.message());
+    for (int peer : peers) {
+      if (peer >= 0 && peer < nranks_) sendNotice(peer, text);
+    }
+    auto ofContext = [&](const PendingOp* op) { return !op->is_notice && contextOf(op->tag) == context; };
+    // Receives not yet matched complete at once; one already matched is being written by a live peer and
+    // finishes within moments, so it gets the notices' flush time before it is abandoned.
+    for (int r = 0; r < nranks_; ++r) {
+      peers_[r].pending.forEach([&](PendingOp* op) {
+        if (ofContext(op) && op->is_recv && op->request != nullptr) ucp_request_cancel(worker_.get(), op->request);
+      });
+    }
+    auto recvsLeft = [&] {
+      bool left = false;
+      for (int r = 0; r < nranks_ && !left; ++r) {
+        peers_[r].pending.forEach([&](PendingOp* op) { left |= ofContext(op) && op->is_recv; });
+      }
+      return left;
+    };
+    Deadline flush = Deadline::after(kNoticeFlushSeconds);
+    flushNotices(flush);
+    while (recvsLeft() && !flush.expired()) ucp_worker_progress(worker_.get());
+    // Sends cannot be canceled in UCX; they only read the caller's buffer, and the peers, told, will not
+    // match them any more, so completing them now is safe (as fail() does).
+    for (int r = 0; r < nranks_; ++r) {
+      peers_[r].pending.forEach([&](PendingOp* op) {
+        if (ofContext(op)) {
+          detach(op, op->is_recv ? cause : cause.withContext(fmt::format("send to peer {}", r)));
+        }
+      });
+    }
+  }
+  loop_->signal();
 }
 
 void UcxTransport::fail(const Status& reason) {
@@ -692,7 +837,12 @@ void UcxTransport::handlePeerFailure(int r) {
   {
     Status status = peerFailedStatus(r);
     if (peer.announce) log_->warn("{}", status.message());
+    {
+      std::lock_guard lock(failure_mutex_);
+      peer_failures_[static_cast<size_t>(r)] = status;
+    }
     recordFailure(status);
+    bumpFailureEpoch();
     cancelRecvs(peer);
     if (peer.close_endpoint) {
       // UCX still believes the endpoint healthy; closing it fails the sends it holds (their completions

@@ -1,7 +1,8 @@
-// The progress engine over real UCX transports, ranks as threads of this process: queue order, waits with
-// their own timeout, the communicator timeout naming the operation, and refusal after a failure. Each
-// engine drives a transport made in caller mode, as the communicator makes them.
-#include "core/coll_engine.h"
+// Task queues and their driver over real UCX transports, ranks as threads of this process: queue order,
+// waits with their own timeout, the communicator timeout naming the operation, refusal after a failure, and
+// teams sharing one transport and one driver, where a failure of one team leaves the others alone. Each
+// driver drives a transport made in caller mode, as a context makes them.
+#include "coll/task_queue.h"
 
 #include <gtest/gtest.h>
 
@@ -11,16 +12,19 @@
 #include <thread>
 #include <vector>
 
+#include "coll/progress_driver.h"
+#include "transport/team_transport.h"
 #include "unit/coll/ucx_world.h"
 
-namespace psdp::core {
+namespace psdp::coll {
 namespace {
 
 using coll::test::UcxWorld;
 
 struct RankEngine {
+  std::unique_ptr<ProgressDriver> driver;
   std::unique_ptr<coll::Collectives> coll;
-  std::unique_ptr<CollEngine> engine;
+  std::unique_ptr<TaskQueue> engine;
 };
 
 RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s, size_t max_in_flight = 64,
@@ -31,7 +35,8 @@ RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s
   EXPECT_TRUE(created.isOk()) << created.status().toString();
   RankEngine r;
   r.coll = std::move(created).value();
-  r.engine = std::make_unique<CollEngine>(world.transport(rank), background, timeout_s, max_in_flight, nullptr);
+  r.driver = std::make_unique<ProgressDriver>(world.transport(rank), background, nullptr);
+  r.engine = std::make_unique<TaskQueue>(*r.driver, world.transport(rank), timeout_s, max_in_flight, nullptr);
   return r;
 }
 
@@ -42,11 +47,11 @@ std::shared_ptr<Request> post(RankEngine& r, Result<std::unique_ptr<coll::CollTa
   return posted.isOk() ? posted.value() : nullptr;
 }
 
-class CollEngineTest : public ::testing::TestWithParam<bool> {};
+class TaskQueueTest : public ::testing::TestWithParam<bool> {};
 
 // Three collectives outstanding, waited for in reverse; then a wait that must time out because the peer
 // posts only after it has.
-TEST_P(CollEngineTest, QueueOrderAndWaitTimeout) {
+TEST_P(TaskQueueTest, QueueOrderAndWaitTimeout) {
   const bool background = GetParam();
   auto world = UcxWorld::create(3, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
@@ -87,7 +92,7 @@ TEST_P(CollEngineTest, QueueOrderAndWaitTimeout) {
 
 // Back-pressure: with at most 2 in flight, the third post waits until the first has completed, and every one
 // of 20 posted back to back completes exactly.
-TEST_P(CollEngineTest, PostBeyondTheBoundWaitsForTheOldest) {
+TEST_P(TaskQueueTest, PostBeyondTheBoundWaitsForTheOldest) {
   const bool background = GetParam();
   auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
@@ -121,7 +126,7 @@ TEST_P(CollEngineTest, PostBeyondTheBoundWaitsForTheOldest) {
 // driver gives the others a turn between them. A small all-reduce posted after a 128 MiB direct one (ranks
 // are threads of one process, so every buffer is addressable) completes while the large one is still
 // running; reducing the large one's 64 MiB share in one go, the small one would wait for all of it.
-TEST_P(CollEngineTest, SmallOperationOvertakesALargeDirectOne) {
+TEST_P(TaskQueueTest, SmallOperationOvertakesALargeDirectOne) {
   const bool background = GetParam();
   auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
@@ -146,7 +151,7 @@ TEST_P(CollEngineTest, SmallOperationOvertakesALargeDirectOne) {
 
 // A peer that never posts: the operation times out by the engine's timeout with a message naming it, the
 // one posted after it fails too, and later posts are refused.
-TEST_P(CollEngineTest, TimeoutFailsTheEngine) {
+TEST_P(TaskQueueTest, TimeoutFailsTheEngine) {
   const bool background = GetParam();
   auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
@@ -171,13 +176,92 @@ TEST_P(CollEngineTest, TimeoutFailsTheEngine) {
   EXPECT_FALSE(r.coll->postBarrier().isOk());
   // The transports are aborted, not closed: rank 1 never took part.
   r.engine.reset();
+  r.driver.reset();
   world.value()->destroyTransport(0);
   world.value()->destroyTransport(1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Progress, CollEngineTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
+INSTANTIATE_TEST_SUITE_P(Progress, TaskQueueTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
   return info.param ? std::string("Thread") : std::string("Caller");
 });
 
+// Two teams of two ranks, {0, 1} and {2, 3}, and the world team of all four, all on one transport and one
+// driver per rank (a context). The world and a pair run collectives at once from one thread; then rank 0
+// aborts its pair: rank 1's pair fails naming rank 0's abort, while the world (ranks 0 and 1 included) and
+// the other pair go on exactly.
+TEST_P(TaskQueueTest, TeamsShareADriverAndFailAlone) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(4, PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  world.value()->runRanks([&](int rank) {
+    transport::Transport& shared = world.value()->transport(rank);
+    ProgressDriver driver(shared, background, nullptr);
+    const int pair = rank / 2;
+    const auto pair_context = static_cast<transport::ContextId>(1 + pair);
+    transport::TeamTransport whole(shared, 0, {0, 1, 2, 3}, rank);
+    transport::TeamTransport halves(shared, pair_context, {2 * pair, 2 * pair + 1}, rank % 2);
+    CollParams world_params{rank, 4, 1024, 0, nullptr};
+    CollParams pair_params{rank % 2, 2, 1024, pair_context, nullptr};
+    auto world_coll = Collectives::create(whole, world_params);
+    auto pair_coll = Collectives::create(halves, pair_params);
+    ASSERT_TRUE(world_coll.isOk() && pair_coll.isOk());
+    {
+      TaskQueue world_queue(driver, whole, 60, 64, nullptr);
+      TaskQueue pair_queue(driver, halves, 60, 64, nullptr);
+      auto postOn = [](TaskQueue& queue, Result<std::unique_ptr<CollTask>> task) {
+        EXPECT_TRUE(task.isOk()) << task.status().toString();
+        auto posted = queue.post(std::move(task).value());
+        EXPECT_TRUE(posted.isOk()) << posted.status().toString();
+        return posted.isOk() ? posted.value() : nullptr;
+      };
+      std::vector<int32_t> w(100000, rank + 1), p(50000, rank + 1);
+      auto on_world = postOn(world_queue, world_coll.value()->postAllReduce(w.data(), w.data(), w.size(), PSDP_INT32,
+                                                                            PSDP_SUM));
+      auto on_pair = postOn(pair_queue, pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32,
+                                                                         PSDP_SUM));
+      ASSERT_EQ(pair_queue.wait(*on_pair, Deadline::after(60)), WaitResult::kDone);
+      ASSERT_EQ(world_queue.wait(*on_world, Deadline::after(60)), WaitResult::kDone);
+      ASSERT_TRUE(on_pair->status().isOk() && on_world->status().isOk()) << on_pair->status().toString();
+      for (int32_t x : w) ASSERT_EQ(x, 10);
+      for (int32_t x : p) ASSERT_EQ(x, pair == 0 ? 3 : 7);
+
+      // Rank 0 aborts its pair; rank 1 learns it from the notice while its own all-reduce there waits.
+      if (rank == 0) {
+        pair_queue.abort(Status::aborted("rank 0 aborted its pair"));
+      } else if (rank == 1) {
+        // Refused at once if the notice came first, else failed in flight: a remote error naming rank 0's reason.
+        auto task = pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32, PSDP_SUM);
+        Status failed = task.status();
+        if (task.isOk()) {
+          auto posted = pair_queue.post(std::move(task).value());
+          failed = posted.status();
+          if (posted.isOk()) {
+            ASSERT_EQ(pair_queue.wait(*posted.value(), Deadline::after(30)), WaitResult::kDone);
+            failed = posted.value()->status();
+          }
+        }
+        EXPECT_EQ(failed.code(), PSDP_ERR_REMOTE) << failed.toString();
+        EXPECT_NE(failed.message().find("peer 0 failed: rank 0 aborted its pair"), std::string::npos)
+            << failed.message();
+      } else {
+        auto again = postOn(pair_queue, pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32,
+                                                                         PSDP_SUM));
+        ASSERT_EQ(pair_queue.wait(*again, Deadline::after(60)), WaitResult::kDone);
+        ASSERT_TRUE(again->status().isOk()) << again->status().toString();
+        for (int32_t x : p) ASSERT_EQ(x, 14);
+      }
+      EXPECT_EQ(pair_queue.failure().isOk(), pair == 1);
+      std::fill(w.begin(), w.end(), rank + 1);
+      auto after = postOn(world_queue, world_coll.value()->postAllReduce(w.data(), w.data(), w.size(), PSDP_INT32,
+                                                                         PSDP_SUM));
+      ASSERT_EQ(world_queue.wait(*after, Deadline::after(60)), WaitResult::kDone);
+      ASSERT_TRUE(after->status().isOk()) << after->status().toString();
+      for (int32_t x : w) ASSERT_EQ(x, 10);
+      EXPECT_TRUE(shared.failure().isOk()) << shared.failure().toString();
+    }
+  });
+  EXPECT_TRUE(world.value()->close().isOk());
+}
+
 }  // namespace
-}  // namespace psdp::core
+}  // namespace psdp::coll

@@ -1,0 +1,287 @@
+#include "coll/task_queue.h"
+
+#include <algorithm>
+
+#include "base/recycled.h"
+#include "coll/progress_driver.h"
+
+namespace psdp::coll {
+namespace {
+
+// How long a waiter whose request the thread is driving sleeps before it checks whether it could drive.
+constexpr double kHandOverSeconds = 0.002;
+
+const Deadline& earlier(const Deadline& a, const Deadline& b) {
+  return a.timePoint() <= b.timePoint() ? a : b;
+}
+
+}  // namespace
+
+TaskQueue::TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight,
+                     Logger log)
+    : driver_(driver),
+      team_(team),
+      timeout_s_(timeout_s),
+      max_in_flight_(std::max<size_t>(1, max_in_flight)),
+      log_(std::move(log)) {
+  queue_.reserve(max_in_flight_);
+  // Request memory for a full queue and the post waiting for room, made now: posting then allocates nothing.
+  std::vector<std::shared_ptr<Request>> warm;
+  warm.reserve(max_in_flight_ + 1);
+  for (size_t i = 0; i <= max_in_flight_; ++i) {
+    warm.push_back(std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(),
+                                               std::unique_ptr<CollTask>()));
+  }
+  driver_.attach(*this);
+}
+
+TaskQueue::~TaskQueue() {
+  std::lock_guard drive(driver_.drive_mutex_);
+  failAll(Status::invalidUsage("the communicator was destroyed before the operation completed"), nullptr);
+  driver_.detach(*this);
+}
+
+Result<std::shared_ptr<Request>> TaskQueue::post(std::unique_ptr<CollTask> task, bool wake_thread) {
+  std::shared_ptr<Request> request =
+      std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), std::move(task));
+  PSDP_RETURN_IF_ERROR(enqueue(request, wake_thread));
+  return request;
+}
+
+Status TaskQueue::postAfter(std::shared_ptr<Request> awaited) {
+  return enqueue(std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), std::move(awaited)),
+                 /*wake_thread=*/true);
+}
+
+Status TaskQueue::enqueue(const std::shared_ptr<Request>& request, bool wake_thread) {
+  Deadline deadline = Deadline::after(timeout_s_);
+  while (true) {
+    std::shared_ptr<Request> oldest;
+    Status lost = team_.failure();
+    {
+      std::lock_guard lock(driver_.mutex_);
+      if (failure_.isOk() && !lost.isOk()) failure_ = lost;
+      if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
+      if (queue_.size() < max_in_flight_) {
+        queue_.push_back(request);
+        break;
+      }
+      oldest = queue_.front();
+    }
+    // The oldest has started (tasks start in order, and nothing before it is left) and has its own deadline.
+    if (wait(*oldest, deadline) == WaitResult::kTimedOut) {
+      return Status::timeout(
+          "{} operations of this communicator in flight (PSDP_MAX_IN_FLIGHT) and the oldest "
+          "did not complete within {} s",
+          max_in_flight_, timeout_s_);
+    }
+  }
+  if (wake_thread) driver_.work_cv_.notify_one();
+  // Whoever drives now (the thread, or a caller waiting on another team of the context) may be asleep on
+  // the transport with nothing of this task posted yet: wake it, so that it starts the task.
+  std::unique_lock driving(driver_.drive_mutex_, std::try_to_lock);
+  if (!driving.owns_lock()) team_.wake();
+  return Status::ok();
+}
+
+bool TaskQueue::test(Request& request) {
+  if (request.isDone()) return true;
+  if (!driver_.background()) {
+    // Another thread driving makes the progress this call would have made; never wait for it.
+    std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) driver_.driveOnce(nullptr);
+  }
+  return request.isDone();
+}
+
+WaitResult TaskQueue::wait(Request& request, const Deadline& until) {
+  while (driver_.background() && !request.isDone()) {
+    if (until.expired()) return WaitResult::kTimedOut;
+    std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) {
+      if (!request.isDone()) driver_.driveOnce(&until);
+      continue;
+    }
+    // The thread (or another waiter) is driving: wait for it, and look again now and then, since it may go
+    // idle before this request is done.
+    std::unique_lock lock(driver_.mutex_);
+    Deadline slice = Deadline::after(kHandOverSeconds);
+    driver_.done_cv_.wait_until(lock, earlier(until, slice).timePoint(), [&] { return request.isDone(); });
+  }
+  while (!request.isDone()) {
+    if (until.expired()) return WaitResult::kTimedOut;
+    std::lock_guard drive(driver_.drive_mutex_);
+    if (!request.isDone()) driver_.driveOnce(&until);
+  }
+  return WaitResult::kDone;
+}
+
+Status TaskQueue::failure() const {
+  Status lost = team_.failure();
+  std::lock_guard lock(driver_.mutex_);
+  return failure_.isOk() ? lost : failure_;
+}
+
+bool TaskQueue::idle() const {
+  std::lock_guard lock(driver_.mutex_);
+  return queue_.empty();
+}
+
+void TaskQueue::abort(const Status& status) {
+  // The team's transport completes every posted operation of the team with `status` and bumps the event
+  // count: a driver blocked in waitEvents wakes, finds the team failed and fails the queue (driveOnce).
+  team_.fail(status);
+  // A background driver idling on work_cv_ with requests still queued (none started yet) is woken too.
+  driver_.work_cv_.notify_all();
+}
+
+// One pass over the queue in posting order: starts every task whose turn has come (in order: one that cannot
+// start yet holds back the ones behind it) and advances every started one until it blocks or completes.
+TaskQueue::PassResult TaskQueue::advance() {
+  bool moved = false, yielded = false;
+  size_t i = 0, started = 0;
+  while (std::shared_ptr<Request> request = at(i)) {
+    if (!request->task_) {
+      // A gate: it holds back the requests behind it, and passes on the failure of what it waits for. It
+      // waits at most the timeout from its turn, so that a cycle of gates (a caller's bug) cannot hang.
+      if (!request->awaited_->isDone()) {
+        if (!request->started_) {
+          request->started_ = true;
+          request->gate_deadline_ = Deadline::after(timeout_s_);
+        }
+        break;
+      }
+      const Status& awaited = request->awaited_->status();
+      if (!awaited.isOk()) {
+        failEverything(awaited.withContext("an operation this communicator was ordered after (psdp_comm_after) failed"),
+                       request);
+        return {Pass::kMoved, 0};
+      }
+      complete(request, Status::ok());  // leaves the queue: the next one is at i now
+      moved = true;
+      continue;
+    }
+    CollTask& task = *request->task_;
+    if (!request->started_) {
+      if (!task.canStart()) break;
+      task.start(Deadline::after(timeout_s_));
+      request->started_ = true;
+      moved = true;
+    }
+    // As far as it goes: a task that moved can usually move again at once (its next fragment, its next round).
+    // One that yielded has a slice of local work done and more to do: the others get their turn first.
+    Result<Progress> progress = Progress::kAdvanced;
+    for (int steps = 0; progress.isOk() && progress.value() == Progress::kAdvanced; ++steps) {
+      progress = task.advance();
+      moved |= steps > 0 || (progress.isOk() && progress.value() != Progress::kBlocked);
+    }
+    if (!progress.isOk()) {
+      // Where the team failed (a member lost or reporting), that is the cause, named in the team's ranks;
+      // the task's error (a transfer to a lost peer) is its echo.
+      Status team_failure = team_.failure();
+      failEverything(team_failure.isOk() ? progress.status() : team_failure.withContext(task.describe()), request);
+      return {Pass::kMoved, 0};
+    }
+    if (progress.value() == Progress::kDone) {
+      complete(request, Status::ok());  // leaves the queue: the next one is at i now
+      continue;
+    }
+    yielded |= progress.value() == Progress::kYielded;
+    ++started;
+    ++i;
+  }
+  return {yielded ? Pass::kYielded : moved ? Pass::kMoved : Pass::kIdle, started};
+}
+
+bool TaskQueue::failIfExpiredOrLost(const Deadline** earliest) {
+  // The started tasks are the front of the queue (tasks start in order): each has its own deadline.
+  for (size_t i = 0;; ++i) {
+    std::shared_ptr<Request> request = at(i);
+    if (!request || !request->started_) break;
+    if (!request->task_) {
+      // A gate whose turn has come; nothing behind it has started.
+      if (request->gate_deadline_.expired()) {
+        failEverything(Status::timeout("waited {} s for an operation this communicator was ordered after "
+                                       "(psdp_comm_after) to complete",
+                                       timeout_s_),
+                       request);
+        return true;
+      }
+      if (*earliest == nullptr || request->gate_deadline_.timePoint() < (*earliest)->timePoint()) {
+        *earliest = &request->gate_deadline_;
+      }
+      break;
+    }
+    CollTask& task = *request->task_;
+    if (task.deadline().expired()) {
+      Status timeout = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
+      task.abandon(timeout);
+      failEverything(timeout, request);
+      return true;
+    }
+    if (*earliest == nullptr || task.deadline().timePoint() < (*earliest)->timePoint()) *earliest = &task.deadline();
+  }
+  return failIfLost(Status::ok());
+}
+
+// A lost member fails the tasks even when they wait only on healthy ones: those may wait on the lost one.
+bool TaskQueue::failIfLost(const Status& fatal) {
+  Status lost = fatal.isOk() ? team_.failure() : fatal;
+  if (lost.isOk()) return false;
+  std::shared_ptr<Request> oldest = at(0);
+  if (!oldest) {
+    // Nothing queued: the next post or checkUsable() reports it.
+    return false;
+  }
+  if (oldest->started_ && oldest->task_) {
+    oldest->task_->abandon(lost);
+    lost = lost.withContext(oldest->task_->describe());
+  }
+  failEverything(lost, oldest);
+  return true;
+}
+
+std::shared_ptr<Request> TaskQueue::at(size_t index) {
+  std::lock_guard lock(driver_.mutex_);
+  return index < queue_.size() ? queue_[index] : nullptr;
+}
+
+void TaskQueue::complete(const std::shared_ptr<Request>& request, const Status& status) {
+  {
+    std::lock_guard lock(driver_.mutex_);
+    auto it = std::find(queue_.begin(), queue_.end(), request);
+    if (it != queue_.end()) queue_.erase(it);
+    request->task_.reset();
+    request->awaited_.reset();
+    request->status_ = status;
+    request->done_.store(true, std::memory_order_release);
+  }
+  driver_.done_cv_.notify_all();
+}
+
+void TaskQueue::failEverything(const Status& status, const std::shared_ptr<Request>& failed) {
+  team_.fail(status);
+  failAll(status, failed);
+}
+
+// The failed task carries the error itself; the others say why they failed with it.
+void TaskQueue::failAll(const Status& status, const std::shared_ptr<Request>& failed) {
+  std::vector<std::shared_ptr<Request>> queued;
+  {
+    std::lock_guard lock(driver_.mutex_);
+    if (failure_.isOk()) failure_ = status;
+    queued.swap(queue_);
+    queue_.reserve(max_in_flight_);
+  }
+  if (!queued.empty() && status.code() != PSDP_ERR_INVALID_USAGE) {
+    log().error("collectives failed, {} queued operation(s) cancelled: {}", queued.size(), status.toString());
+  }
+  for (const std::shared_ptr<Request>& request : queued) {
+    Status own = request == failed || (!failed && request == queued.front()) ? status
+                 : request->started_ ? status.withContext("in flight when another operation failed")
+                                     : status.withContext("not started, an earlier operation failed");
+    complete(request, own);
+  }
+}
+
+}  // namespace psdp::coll

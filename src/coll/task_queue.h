@@ -1,0 +1,147 @@
+// The collectives of one team (communicator) in posting order: a queue of posted tasks (CollTask), started
+// in order as their task slots free up (up to kMaxTasksInFlight run at once) and completed in any order. The
+// context's ProgressDriver (coll/progress_driver.h) advances the queues of every team of its context.
+//
+// Back-pressure: at most max_in_flight requests are queued (posted and not complete); a post beyond that
+// first waits for the oldest to complete, driving progress as wait() does. Requests and the queue are
+// recycled: a post allocates nothing once the queue has warmed up.
+//
+// Ordering: each task runs in a task slot of its Collectives and claims staging in sequence order
+// (coll/collectives.h); it starts with its own deadline (PSDP_TIMEOUT from its start, not from its post, so a
+// long queue does not time out work not yet begun).
+//
+// Failure: the first error or timeout of a task, or the failure of the team's transport (a member lost, or
+// a member that reported the team failed), fails the queue: the team's transport is failed first
+// (Transport::fail, which leaves the other teams of the context alone), then that request and every other
+// one, started or queued, complete with the error, and post() refuses new work.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/log.h"
+#include "base/status.h"
+#include "coll/collectives.h"
+#include "transport/transport.h"
+
+namespace psdp::coll {
+
+class ProgressDriver;
+class TaskQueue;
+
+// One posted collective, shared by the queue (until it completes) and the caller's handle.
+class Request {
+  // Only the queue makes requests (the constructor is public for std::allocate_shared).
+  struct Key {
+    explicit Key() = default;
+  };
+
+ public:
+  Request(Key /*key*/, std::unique_ptr<CollTask> task) : task_(std::move(task)) {}
+  // A gate: holds back the requests queued behind it until `awaited` completes (TaskQueue::postAfter).
+  Request(Key /*key*/, std::shared_ptr<Request> awaited) : awaited_(std::move(awaited)) {}
+  bool isDone() const { return done_.load(std::memory_order_acquire); }
+  // REQUIRES: isDone().
+  const Status& status() const { return status_; }
+
+ private:
+  friend class TaskQueue;
+
+  std::unique_ptr<CollTask> task_;    // released when done: it refers to the Collectives
+  std::shared_ptr<Request> awaited_;  // a gate's; released when done
+  Deadline gate_deadline_ = Deadline::never();  // a gate's, from when it reached its turn
+  bool started_ = false;
+  Status status_;  // written before done_ is set
+  std::atomic<bool> done_{false};
+};
+
+enum class WaitResult { kDone, kTimedOut };
+
+class TaskQueue {
+ public:
+  // team: the transport the team's tasks post on (failed with the queue). timeout_s: each task's deadline
+  // from its start. max_in_flight (>= 1): requests queued at most (see above). log: null logs to the process
+  // logger. Attaches to `driver`. REQUIRES: driver and team outlive the queue.
+  TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight, Logger log);
+  // Detaches from the driver; requests still queued complete with invalid usage (the communicator was
+  // destroyed).
+  ~TaskQueue();
+
+  TaskQueue(const TaskQueue&) = delete;
+  TaskQueue& operator=(const TaskQueue&) = delete;
+
+  // Queues `task` behind the ones posted before, once fewer than max_in_flight are queued (waiting for the
+  // oldest up to the timeout). `wake_thread` false: the caller is about to wait() for it and will drive it
+  // itself if the driver's thread is idle, so the thread is not woken for it. Errors: the queue's failure,
+  // or the team's (a member lost while nothing was running), and timeout when the oldest stays incomplete.
+  Result<std::shared_ptr<Request>> post(std::unique_ptr<CollTask> task, bool wake_thread = true);
+
+  // Queues a gate: the requests posted after it start once `awaited` (a request of any queue of the same
+  // driver, or one already complete) has completed. If it fails, this queue fails with its error (the team
+  // is failed, so its members learn it). Counts toward max_in_flight until then; back-pressure as post().
+  Status postAfter(std::shared_ptr<Request> awaited);
+
+  // Never blocks (in caller mode it drives progress for a few microseconds at most). True once done.
+  bool test(Request& request);
+
+  // Returns once `request` is done (kDone) or `until` has passed (kTimedOut). The tasks' own deadlines fail
+  // the queue independently of `until`. The caller drives every team of the context whenever the driver's
+  // thread is not driving (see ProgressDriver).
+  WaitResult wait(Request& request, const Deadline& until);
+
+  // OK, or the error that failed the queue (or its team).
+  Status failure() const;
+
+  // Whether nothing is queued: every request posted has completed. Thread-safe.
+  bool idle() const;
+
+  // Fails the team's transport with `status` (peers in the team are told, its operations complete) and
+  // wakes whoever drives, which then completes the queued requests with it. Thread-safe.
+  void abort(const Status& status);
+
+ private:
+  friend class ProgressDriver;
+
+  // What one pass over the queue did: nothing; moved some task; or left a task with local work to go on
+  // with (it yielded), which calls for a short poll of the transport rather than a wait.
+  enum class Pass { kIdle, kMoved, kYielded };
+  struct PassResult {
+    Pass pass = Pass::kIdle;
+    size_t started = 0;  // tasks started and not complete after the pass
+  };
+  // The driver's calls, under its drive lock. advance: starts and advances queued tasks once each.
+  PassResult advance();
+  // Fails the queue if its oldest started task's deadline passed or the team failed; true if it did. Else
+  // lowers *earliest to the started tasks' earliest deadline (left as is when none started).
+  bool failIfExpiredOrLost(const Deadline** earliest);
+  // Fails the queue if the team failed (or `fatal` is an error); true if it did.
+  bool failIfLost(const Status& fatal);
+  // Whether anything is queued. REQUIRES: the driver's mutex.
+  bool hasWorkLocked() const { return !queue_.empty(); }
+
+  // Queues `request` behind the ones posted before (see post).
+  Status enqueue(const std::shared_ptr<Request>& request, bool wake_thread);
+  // The queued request at `index`, or nullptr past the end.
+  std::shared_ptr<Request> at(size_t index);
+  void complete(const std::shared_ptr<Request>& request, const Status& status);
+  // A fatal error: the team's transport is failed first, so that no transfer still references a caller's
+  // buffer when the requests complete, then every queued request completes: `failed` (or, for nullptr, the
+  // oldest) with `status`, the others with it as the reason.
+  void failEverything(const Status& status, const std::shared_ptr<Request>& failed);
+  void failAll(const Status& status, const std::shared_ptr<Request>& failed);
+  spdlog::logger& log() const { return log_ ? *log_ : processLog(); }
+
+  ProgressDriver& driver_;
+  transport::Transport& team_;
+  const double timeout_s_;
+  const size_t max_in_flight_;
+  Logger log_;
+
+  // GUARDED_BY(the driver's mutex)
+  std::vector<std::shared_ptr<Request>> queue_;  // in posting order; capacity max_in_flight_
+  Status failure_;
+};
+
+}  // namespace psdp::coll

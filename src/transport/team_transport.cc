@@ -1,0 +1,110 @@
+#include "transport/team_transport.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <utility>
+
+namespace psdp::transport {
+
+TeamTransport::TeamTransport(Transport& shared, ContextId context, std::vector<int> members, int rank)
+    : shared_(shared), context_(context), members_(std::move(members)), rank_(rank) {
+  // Epoch 0 is a transport that never failed; anything later is looked at by the first failure().
+  checked_epoch_ = shared_.failureEpoch() - 1;
+}
+
+Result<std::vector<std::byte>> TeamTransport::localAddress() {
+  return Status::invalidUsage("team transport: the shared transport has the address");
+}
+
+Status TeamTransport::connect(const std::vector<std::vector<std::byte>>& /*addresses*/, const Deadline& /*deadline*/) {
+  return Status::invalidUsage("team transport: the shared transport is connected by its owner");
+}
+
+Status TeamTransport::checkPeer(int peer, Tag tag) const {
+  if (peer < 0 || peer >= static_cast<int>(members_.size())) {
+    return Status::invalidArgument("peer {} out of range [0, {})", peer, members_.size());
+  }
+  if (contextOf(tag) != context_) {
+    return Status::invalidArgument("tag {:#x} is not of context {:#x}", tag, context_);
+  }
+  if (failed_.load(std::memory_order_acquire)) return failure();
+  return Status::ok();
+}
+
+Status TeamTransport::send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) {
+  PSDP_RETURN_IF_ERROR(checkPeer(peer, tag));
+  return shared_.send(members_[static_cast<size_t>(peer)], tag, buf, bytes, completion);
+}
+
+Status TeamTransport::recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) {
+  PSDP_RETURN_IF_ERROR(checkPeer(peer, tag));
+  return shared_.recv(members_[static_cast<size_t>(peer)], tag, buf, bytes, completion);
+}
+
+void TeamTransport::fail(const Status& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.isOk()) failure_ = reason;
+    failed_.store(true, std::memory_order_release);
+  }
+  std::vector<int> others;
+  others.reserve(members_.size());
+  for (size_t i = 0; i < members_.size(); ++i) {
+    if (static_cast<int>(i) != rank_) others.push_back(members_[i]);
+  }
+  shared_.failContext(context_, others, reason);
+}
+
+void TeamTransport::failContext(ContextId context, const std::vector<int>& peers, const Status& reason) {
+  std::vector<int> mapped;
+  mapped.reserve(peers.size());
+  for (int peer : peers) {
+    if (peer >= 0 && peer < static_cast<int>(members_.size())) mapped.push_back(members_[static_cast<size_t>(peer)]);
+  }
+  shared_.failContext(context, mapped, reason);
+}
+
+Status TeamTransport::peerFailure(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(members_.size())) {
+    return Status::invalidArgument("peer {} out of range [0, {})", peer, members_.size());
+  }
+  return inTeamRanks(shared_.peerFailure(members_[static_cast<size_t>(peer)]));
+}
+
+// The shared transport names peers by their ranks there ("peer 5 failed: ..."), the team's users know them
+// by their ranks in the team: a status that begins by naming a member says the team rank, the other in
+// brackets.
+Status TeamTransport::inTeamRanks(const Status& status) const {
+  constexpr std::string_view kPeer = "peer ";
+  std::string_view message = status.message();
+  if (status.isOk() || message.substr(0, kPeer.size()) != kPeer) return status;
+  int shared_rank = -1;
+  const char* begin = message.data() + kPeer.size();
+  auto [end, error] = std::from_chars(begin, message.data() + message.size(), shared_rank);
+  if (error != std::errc() || end == message.data() + message.size() || *end != ' ') return status;
+  auto member = std::find(members_.begin(), members_.end(), shared_rank);
+  if (member == members_.end()) return status;
+  const int team_rank = static_cast<int>(member - members_.begin());
+  if (team_rank == shared_rank) return status;
+  return Status::make(status.code(), "peer {}{} (rank {} of the context)", team_rank,
+                      message.substr(static_cast<size_t>(end - message.data())), shared_rank);
+}
+
+Status TeamTransport::failure() const {
+  uint32_t epoch = shared_.failureEpoch();
+  std::lock_guard lock(mutex_);
+  if (!failure_.isOk() || epoch == checked_epoch_) return failure_;
+  checked_epoch_ = epoch;
+  Status found = inTeamRanks(shared_.contextFailure(context_));
+  for (size_t i = 0; found.isOk() && i < members_.size(); ++i) found = inTeamRanks(shared_.peerFailure(members_[i]));
+  if (!found.isOk()) {
+    failure_ = found;
+    failed_.store(true, std::memory_order_release);
+  }
+  return failure_;
+}
+
+Status TeamTransport::close(const Deadline& /*deadline*/) { return Status::ok(); }
+
+}  // namespace psdp::transport
