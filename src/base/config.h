@@ -43,6 +43,7 @@ struct Config {
   std::string topo_file;   // empty: discover the live machine
   std::string host_id;     // empty: the hostname
   std::string gpu_bus_id;  // "dddd:bb:dd.f"; empty: CPU-only
+  std::string trace_file;  // empty: no trace (base/trace.h)
 
   // Where each parameter's value came from, indexed like params().
   static constexpr size_t kMaxParams = 32;

@@ -294,6 +294,17 @@ const ParamSpec kParamTable[] = {
        return Status::ok();
      },
      [](const Config& c) { return c.gpu_bus_id; }},
+
+    {"trace_file", "PSDP_TRACE_FILE", "path", "",
+     "Chrome trace-event JSON of this process's collectives (open it in Perfetto): a slice per operation from its "
+     "start to its completion, a track per communicator, written at exit; \"%r\" is replaced by the rank. Read "
+     "from the environment by the first communicator made by init; empty: no trace.",
+     [](const psdp_config_t&) -> std::optional<std::string> { return std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       c.trace_file = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.trace_file; }},
 };
 
 static_assert(std::size(kParamTable) <= Config::kMaxParams, "raise Config::kMaxParams");

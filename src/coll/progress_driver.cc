@@ -77,10 +77,13 @@ void ProgressDriver::driveOnce(const Deadline* until) {
   }
   // Alone, a task that yielded just goes on: there is nobody whose messages a poll would move.
   if (moved || (yielded && started <= 1) || shared_.failureEpoch() != failures_seen) return;
+  // A queue that fails completes its requests, which may free the deadline `earliest` points to: the next
+  // round looks at the others.
   const Deadline* earliest = nullptr;
-  bool failed = false;
-  for (TaskQueue* queue : queues_) failed |= queue->failIfExpiredOrLost(&earliest);
-  if (failed || earliest == nullptr) return;
+  for (TaskQueue* queue : queues_) {
+    if (queue->failIfExpiredOrLost(&earliest)) return;
+  }
+  if (earliest == nullptr) return;
   // The poll window of test() starts only now: advancing may take longer than the window itself, and the
   // transport must still get its turn. A task that yielded has local work left and is not waited for: the
   // transport gets only that short poll, so that the other tasks' messages move between its slices. A

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/recycled.h"
+#include "base/trace.h"
 #include "coll/progress_driver.h"
 
 namespace psdp::coll {
@@ -18,12 +19,13 @@ const Deadline& earlier(const Deadline& a, const Deadline& b) {
 }  // namespace
 
 TaskQueue::TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight,
-                     Logger log)
+                     Logger log, uint32_t track)
     : driver_(driver),
       team_(team),
       timeout_s_(timeout_s),
       max_in_flight_(std::max<size_t>(1, max_in_flight)),
-      log_(std::move(log)) {
+      log_(std::move(log)),
+      track_(track) {
   queue_.reserve(max_in_flight_);
   // Request memory for a full queue and the post waiting for room, made now: posting then allocates nothing.
   std::vector<std::shared_ptr<Request>> warm;
@@ -51,6 +53,13 @@ Result<std::shared_ptr<Request>> TaskQueue::post(std::unique_ptr<CollTask> task,
 Status TaskQueue::postAfter(std::shared_ptr<Request> awaited) {
   return enqueue(std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), std::move(awaited)),
                  /*wake_thread=*/true);
+}
+
+Result<std::shared_ptr<Request>> TaskQueue::postHook(void (*fn)(void*), void* arg) {
+  std::shared_ptr<Request> request =
+      std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), fn, arg);
+  PSDP_RETURN_IF_ERROR(enqueue(request, /*wake_thread=*/true));
+  return request;
 }
 
 Status TaskQueue::enqueue(const std::shared_ptr<Request>& request, bool wake_thread) {
@@ -141,6 +150,12 @@ TaskQueue::PassResult TaskQueue::advance() {
   bool moved = false, yielded = false;
   size_t i = 0, started = 0;
   while (std::shared_ptr<Request> request = at(i)) {
+    if (request->hook_ != nullptr) {
+      request->hook_(request->hook_arg_);
+      complete(request, Status::ok());  // leaves the queue: the next one is at i now
+      moved = true;
+      continue;
+    }
     if (!request->task_) {
       // A gate: it holds back the requests behind it, and passes on the failure of what it waits for. It
       // waits at most the timeout from its turn, so that a cycle of gates (a caller's bug) cannot hang.
@@ -166,6 +181,7 @@ TaskQueue::PassResult TaskQueue::advance() {
       if (!task.canStart()) break;
       task.start(Deadline::after(timeout_s_));
       request->started_ = true;
+      if (trace::on()) request->begin_ns_ = trace::nowNs();
       moved = true;
     }
     // As far as it goes: a task that moved can usually move again at once (its next fragment, its next round).
@@ -194,6 +210,8 @@ TaskQueue::PassResult TaskQueue::advance() {
 }
 
 bool TaskQueue::failIfExpiredOrLost(const Deadline** earliest) {
+  // First, before *earliest points into a request that failing would free.
+  if (failIfLost(Status::ok())) return true;
   // The started tasks are the front of the queue (tasks start in order): each has its own deadline.
   for (size_t i = 0;; ++i) {
     std::shared_ptr<Request> request = at(i);
@@ -221,7 +239,7 @@ bool TaskQueue::failIfExpiredOrLost(const Deadline** earliest) {
     }
     if (*earliest == nullptr || task.deadline().timePoint() < (*earliest)->timePoint()) *earliest = &task.deadline();
   }
-  return failIfLost(Status::ok());
+  return false;
 }
 
 // A lost member fails the tasks even when they wait only on healthy ones: those may wait on the lost one.
@@ -247,12 +265,18 @@ std::shared_ptr<Request> TaskQueue::at(size_t index) {
 }
 
 void TaskQueue::complete(const std::shared_ptr<Request>& request, const Status& status) {
+  // Collectives only (gates and hooks take no time of their own), formatted only while tracing.
+  if (request->begin_ns_ != 0 && request->task_) {
+    trace::slice(track_, status.isOk() ? request->task_->describe() : "failed: " + request->task_->describe(),
+                 request->begin_ns_, trace::nowNs());
+  }
   {
     std::lock_guard lock(driver_.mutex_);
     auto it = std::find(queue_.begin(), queue_.end(), request);
     if (it != queue_.end()) queue_.erase(it);
     request->task_.reset();
     request->awaited_.reset();
+    request->hook_ = nullptr;
     request->status_ = status;
     request->done_.store(true, std::memory_order_release);
   }

@@ -42,6 +42,8 @@ class Request {
   Request(Key /*key*/, std::unique_ptr<CollTask> task) : task_(std::move(task)) {}
   // A gate: holds back the requests queued behind it until `awaited` completes (TaskQueue::postAfter).
   Request(Key /*key*/, std::shared_ptr<Request> awaited) : awaited_(std::move(awaited)) {}
+  // A hook: runs fn(arg) in the driving thread when its turn comes (TaskQueue::postHook).
+  Request(Key /*key*/, void (*fn)(void*), void* arg) : hook_(fn), hook_arg_(arg) {}
   bool isDone() const { return done_.load(std::memory_order_acquire); }
   // REQUIRES: isDone().
   const Status& status() const { return status_; }
@@ -52,8 +54,11 @@ class Request {
   std::unique_ptr<CollTask> task_;    // released when done: it refers to the Collectives
   std::shared_ptr<Request> awaited_;  // a gate's; released when done
   Deadline gate_deadline_ = Deadline::never();  // a gate's, from when it reached its turn
+  void (*hook_)(void*) = nullptr;
+  void* hook_arg_ = nullptr;
   bool started_ = false;
-  Status status_;  // written before done_ is set
+  uint64_t begin_ns_ = 0;  // when it started, while tracing (base/trace.h)
+  Status status_;          // written before done_ is set
   std::atomic<bool> done_{false};
 };
 
@@ -63,8 +68,10 @@ class TaskQueue {
  public:
   // team: the transport the team's tasks post on (failed with the queue). timeout_s: each task's deadline
   // from its start. max_in_flight (>= 1): requests queued at most (see above). log: null logs to the process
-  // logger. Attaches to `driver`. REQUIRES: driver and team outlive the queue.
-  TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight, Logger log);
+  // logger. track: the team's track in the trace (base/trace.h). Attaches to `driver`. REQUIRES: driver and
+  // team outlive the queue.
+  TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight, Logger log,
+            uint32_t track = 0);
   // Detaches from the driver; requests still queued complete with invalid usage (the communicator was
   // destroyed).
   ~TaskQueue();
@@ -82,6 +89,13 @@ class TaskQueue {
   // driver, or one already complete) has completed. If it fails, this queue fails with its error (the team
   // is failed, so its members learn it). Counts toward max_in_flight until then; back-pressure as post().
   Status postAfter(std::shared_ptr<Request> awaited);
+
+  // Queues a hook: fn(arg) runs once, in the thread that drives, when its turn comes: after every gate before
+  // it has passed and every task before it has started (put a gate right before it to run it after a
+  // request has completed: a reduce-scatter, then an all-reduce of its output on another team, then the
+  // chunk engine's update). It must be short and must not call into this queue. It is not run if the queue
+  // fails first; its request then completes with the failure.
+  Result<std::shared_ptr<Request>> postHook(void (*fn)(void*), void* arg);
 
   // Never blocks (in caller mode it drives progress for a few microseconds at most). True once done.
   bool test(Request& request);
@@ -113,8 +127,9 @@ class TaskQueue {
   };
   // The driver's calls, under its drive lock. advance: starts and advances queued tasks once each.
   PassResult advance();
-  // Fails the queue if its oldest started task's deadline passed or the team failed; true if it did. Else
-  // lowers *earliest to the started tasks' earliest deadline (left as is when none started).
+  // Fails the queue if its oldest started task's deadline passed or the team failed; true if it did (then
+  // *earliest may point into a freed request: the caller stops there). Else lowers *earliest to the started
+  // tasks' earliest deadline (left as is when none started).
   bool failIfExpiredOrLost(const Deadline** earliest);
   // Fails the queue if the team failed (or `fatal` is an error); true if it did.
   bool failIfLost(const Status& fatal);
@@ -138,6 +153,7 @@ class TaskQueue {
   const double timeout_s_;
   const size_t max_in_flight_;
   Logger log_;
+  const uint32_t track_;
 
   // GUARDED_BY(the driver's mutex)
   std::vector<std::shared_ptr<Request>> queue_;  // in posting order; capacity max_in_flight_

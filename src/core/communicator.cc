@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "base/trace.h"
 #include "topo/numa_binding.h"
 
 namespace psdp::core {
@@ -66,6 +67,7 @@ Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
   topo::ScopedNumaBinding binding(placements_.placement(rank_).numa_node);
   log_->debug("NUMA binding of the progress threads and staging: {}", binding.outcome());
   PSDP_RETURN_IF_ERROR(context->connect(addresses, deadline));
+  trace::start(config_.trace_file, rank_);
   std::vector<int> members(static_cast<size_t>(nranks_));
   std::iota(members.begin(), members.end(), 0);
   return joinContext(std::move(context), /*team_id=*/0, std::move(members));
@@ -96,7 +98,7 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   coll_params.max_tasks = config_.max_in_flight + 1;
   PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*team_, coll_params));
   engine_ = std::make_unique<coll::TaskQueue>(context_->driver(), *team_, config_.timeout_s, config_.max_in_flight,
-                                              log_);
+                                              log_, context_id);
   log_->info("communicator ready: rank {} of {}, transport {}, context tag {:#x}, pid {}", rank_, nranks_,
              team_->name(), context_id, getpid());
   return Status::ok();

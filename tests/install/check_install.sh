@@ -40,6 +40,7 @@ step "psdp-plan" "$bin/psdp-plan" --model "$source_dir/tests/data/qwen2.5.json" 
 step "psdp-topo on this machine" env PSDP_TOPO_FILE= "$bin/psdp-topo"
 step "psdp-topo on a file" "$bin/psdp-topo" --file "$source_dir/tests/data/topologies/nccl/azure-ndv4-topo.xml" --hosts 2
 step "psdp-perf under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin/psdp-perf" ar -b 1M -e 1M -n 2 -w 1 -c 1
+step "psdp-perf-teams under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin/psdp-perf-teams" -b 1M -e 1M -n 2 -w 1 -c 1
 
 cmake -S "$source_dir/tests/install/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null

@@ -2,8 +2,12 @@
 // under UCX_TLS / UCX_NET_DEVICES.
 //
 // Behaviour beyond transport.h:
-// - One UCP context and one worker per transport (communicator); tags on the wire are the caller's 40 bits
-//   with the sender's rank above them, matched with a full mask, so at most 2^24 ranks.
+// - One UCP context and one worker per transport (a psdp context, which the communicators split from one
+//   another share); tags on the wire are the caller's 45 bits with the sender's rank above them, matched
+//   with a full mask, so at most 2^19 ranks.
+// - failContext() fails one context field of the tags: its peers get a "cfail" notice, its receives are
+//   canceled, its sends detached (UCX cannot cancel a send; it only reads the caller's buffer, and the peers,
+//   told, no longer match it).
 // - connect() exchanges one 0-byte message with every rank (itself included) under the reserved tag bit
 //   (kReservedTagBit), then logs at info level the lanes UCX chose for each peer.
 // - A recv completes with mismatch when the message is shorter or longer than `bytes`.
@@ -47,7 +51,7 @@ struct UcxOptions {
   const Environment* env = nullptr;
 };
 
-// One UCP context and worker per communicator. Errors: invalidArgument (rank/nranks/progress mode, a bad
+// One UCP context and worker per transport. Errors: invalidArgument (rank/nranks/progress mode, a bad
 // ucx_config entry), system (UCX could not be initialised).
 Result<std::unique_ptr<Transport>> createUcxTransport(const TransportParams& params);
 Result<std::unique_ptr<Transport>> createUcxTransport(const TransportParams& params, const UcxOptions& options);
