@@ -36,9 +36,9 @@ using psdp::perf::Options;
   std::exit(1);
 }
 
-#define TEAMS_CHECK(comm, call)                                        \
-  do {                                                                 \
-    psdp_status_t teams_status_ = (call);                              \
+#define TEAMS_CHECK(comm, call)                                          \
+  do {                                                                   \
+    psdp_status_t teams_status_ = (call);                                \
     if (teams_status_ != PSDP_SUCCESS) fail(comm, #call, teams_status_); \
   } while (0)
 
@@ -72,8 +72,8 @@ void runSequential(const Teams& t, const Buffers& b, int pairs, size_t count) {
 
 void runInterleaved(const Teams& t, const Buffers& b, int pairs, size_t count, std::vector<psdp_request_h>& reqs) {
   for (int p = 0; p < pairs; ++p) {
-    TEAMS_CHECK(t.world, postPair(t, b, p, count, &reqs[2 * static_cast<size_t>(p)],
-                                  &reqs[2 * static_cast<size_t>(p) + 1]));
+    TEAMS_CHECK(t.world,
+                postPair(t, b, p, count, &reqs[2 * static_cast<size_t>(p)], &reqs[2 * static_cast<size_t>(p) + 1]));
   }
   for (size_t k = 0; k < 2 * static_cast<size_t>(pairs); ++k) {
     TEAMS_CHECK(t.world, psdp_request_wait(reqs[k]));
@@ -132,9 +132,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (o.help) {
-    std::fputs("psdp-perf-teams [psdp-perf options]: a reduce-scatter and an all-gather on two teams, sequential\n"
-               "and interleaved; see the comment at the top of perf/psdp_perf_teams.cc.\n",
-               stdout);
+    std::fputs(
+        "psdp-perf-teams [psdp-perf options]: a reduce-scatter and an all-gather on two teams, sequential\n"
+        "and interleaved; see the comment at the top of perf/psdp_perf_teams.cc.\n",
+        stdout);
     return 0;
   }
   Teams t{};
@@ -156,11 +157,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (t.rank == 0) {
-    std::printf("# psdp-perf-teams: reduce-scatter on one team, all-gather on another, %d ranks, float sum, "
-                "%d pairs per iteration, iters %d, warmup %d, buffers %s\n",
-                t.nranks, o.agg, o.iters, o.warmup, o.shared_buffers ? "psdp_mem_alloc" : "private");
-    std::printf("# %12s %8s %16s %16s %9s %7s\n", "size(B)", "pairs", "sequential(us)", "interleaved(us)",
-                "speedup", "#wrong");
+    std::printf(
+        "# psdp-perf-teams: reduce-scatter on one team, all-gather on another, %d ranks, float sum, "
+        "%d pairs per iteration, iters %d, warmup %d, buffers %s\n",
+        t.nranks, o.agg, o.iters, o.warmup, o.shared_buffers ? "psdp_mem_alloc" : "private");
+    std::printf("# %12s %8s %16s %16s %9s %7s\n", "size(B)", "pairs", "sequential(us)", "interleaved(us)", "speedup",
+                "#wrong");
   }
   std::vector<psdp_request_h> reqs(2 * static_cast<size_t>(o.agg));
   long long total_wrong = 0;

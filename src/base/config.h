@@ -40,10 +40,10 @@ struct Config {
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
   bool deterministic = false;
   bool split_share = true;  // splits make teams on the parent's context (core/context.h)
-  std::string topo_file;   // empty: discover the live machine
-  std::string host_id;     // empty: the hostname
-  std::string gpu_bus_id;  // "dddd:bb:dd.f"; empty: CPU-only
-  std::string trace_file;  // empty: no trace (base/trace.h)
+  std::string topo_file;    // empty: discover the live machine
+  std::string host_id;      // empty: the hostname
+  std::string gpu_bus_id;   // "dddd:bb:dd.f"; empty: CPU-only
+  std::string trace_file;   // empty: no trace (base/trace.h)
 
   // Where each parameter's value came from, indexed like params().
   static constexpr size_t kMaxParams = 32;

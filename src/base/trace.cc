@@ -95,8 +95,12 @@ Tracer& tracer() {
 
 }  // namespace
 
-void start(const std::string& path, int rank) { tracer().start(path, rank); }
-bool on() { return tracer().on(); }
+void start(const std::string& path, int rank) {
+  tracer().start(path, rank);
+}
+bool on() {
+  return tracer().on();
+}
 uint64_t nowNs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -105,6 +109,8 @@ uint64_t nowNs() {
 void slice(uint32_t track, std::string_view name, uint64_t begin_ns, uint64_t end_ns) {
   tracer().slice(track, name, begin_ns, end_ns);
 }
-bool stop() { return tracer().stop(); }
+bool stop() {
+  return tracer().stop();
+}
 
 }  // namespace psdp::trace

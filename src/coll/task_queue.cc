@@ -31,8 +31,8 @@ TaskQueue::TaskQueue(ProgressDriver& driver, transport::Transport& team, double 
   std::vector<std::shared_ptr<Request>> warm;
   warm.reserve(max_in_flight_ + 1);
   for (size_t i = 0; i <= max_in_flight_; ++i) {
-    warm.push_back(std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(),
-                                               std::unique_ptr<CollTask>()));
+    warm.push_back(
+        std::allocate_shared<Request>(RecyclingAllocator<Request>(), Request::Key(), std::unique_ptr<CollTask>()));
   }
   driver_.attach(*this);
 }

@@ -51,8 +51,8 @@ class Request {
  private:
   friend class TaskQueue;
 
-  std::unique_ptr<CollTask> task_;    // released when done: it refers to the Collectives
-  std::shared_ptr<Request> awaited_;  // a gate's; released when done
+  std::unique_ptr<CollTask> task_;              // released when done: it refers to the Collectives
+  std::shared_ptr<Request> awaited_;            // a gate's; released when done
   Deadline gate_deadline_ = Deadline::never();  // a gate's, from when it reached its turn
   void (*hook_)(void*) = nullptr;
   void* hook_arg_ = nullptr;

@@ -47,8 +47,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const Ren
 Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
   // A rank that cannot describe itself still joins the rendezvous (so the others fail at once), then fails.
   Result<topo::RankDescriptor> self = describeThisRank(config_, log_);
-  PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Context> context,
-                        Context::create(rank_, nranks_, config_.progress_mode, log_));
+  PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, Context::create(rank_, nranks_, config_.progress_mode, log_));
   PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, context->transport().localAddress());
   log_->debug("rendezvous at {} as rank {} of {}", id.address(), rank_, nranks_);
   std::vector<std::byte> payload = self.isOk() ? packRankPayload(address, self.value()) : rejectedRankPayload();

@@ -23,8 +23,9 @@ std::vector<int> membersOf(const std::vector<int64_t>& table, int color) {
   for (size_t r = 0; r < table.size() / kSplitFields; ++r) {
     if (field(r, kColor) == color) members.push_back(static_cast<int>(r));
   }
-  std::stable_sort(members.begin(), members.end(),
-                   [&](int a, int b) { return field(static_cast<size_t>(a), kKey) < field(static_cast<size_t>(b), kKey); });
+  std::stable_sort(members.begin(), members.end(), [&](int a, int b) {
+    return field(static_cast<size_t>(a), kKey) < field(static_cast<size_t>(b), kKey);
+  });
   return members;
 }
 
@@ -63,7 +64,8 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     if (!child) return std::unique_ptr<Communicator>();
     uint64_t team_id = 0;
     for (int member : members) {
-      team_id = std::max(team_id, static_cast<uint64_t>(table[static_cast<size_t>(member) * kSplitFields + kNextTeamId]));
+      team_id =
+          std::max(team_id, static_cast<uint64_t>(table[static_cast<size_t>(member) * kSplitFields + kNextTeamId]));
     }
     log_->debug("split: color {} key {} is rank {} of {}, team {} of this context", color, key, child->rank_,
                 child->nranks_, team_id);

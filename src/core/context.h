@@ -50,7 +50,7 @@ class Context {
   // theirs. Thread-safe.
   uint64_t nextTeamId() const;
   // Registers a team with the agreed id (>= nextTeamId() here) and returns its context tag field. Errors:
-  // invalid usage when the tag field would collide with a live team's (65535 teams made since it). 
+  // invalid usage when the tag field would collide with a live team's (65535 teams made since it).
   Result<transport::ContextId> joinTeam(uint64_t id);
   // A team leaves: `clean` if it finalized. The last one out closes the transport (up to `deadline` when
   // every team was clean) and returns what the close returned. Thread-safe.

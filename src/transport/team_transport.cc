@@ -105,6 +105,8 @@ Status TeamTransport::failure() const {
   return failure_;
 }
 
-Status TeamTransport::close(const Deadline& /*deadline*/) { return Status::ok(); }
+Status TeamTransport::close(const Deadline& /*deadline*/) {
+  return Status::ok();
+}
 
 }  // namespace psdp::transport

@@ -50,8 +50,8 @@ void chains(psdp_comm_h shard, psdp_comm_h replica, int rank, int nranks, psdp::
     for (size_t i = 0; i < k.grads.size(); ++i) k.grads[i] = grad(rank, c, i);
     k.piece.resize(kPiece);
     k.params.resize(k.grads.size());
-    psdp_status_t s = psdp_reduce_scatter(k.grads.data(), k.piece.data(), kPiece, PSDP_INT32, PSDP_SUM, shard,
-                                          nullptr, &k.rs);
+    psdp_status_t s =
+        psdp_reduce_scatter(k.grads.data(), k.piece.data(), kPiece, PSDP_INT32, PSDP_SUM, shard, nullptr, &k.rs);
     report.check(s == PSDP_SUCCESS, "chunk " + std::to_string(c) + " reduce-scatter: " + why(shard, s));
     s = psdp_comm_after(replica, k.rs);
     report.check(s == PSDP_SUCCESS, "chunk " + std::to_string(c) + " replica after: " + why(replica, s));

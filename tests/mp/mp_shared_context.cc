@@ -148,7 +148,8 @@ void interleaved(psdp_comm_h world, const Teams& teams, int rank, psdp::mp::Repo
 bool allReduceExact(psdp_comm_h comm, int rank, psdp::mp::Report& report, const std::string& what) {
   std::vector<int> ranks = worldRanksOf(comm, rank, report);
   std::vector<int32_t> data(4096, rank + 1);
-  psdp_status_t s = psdp_all_reduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
+  psdp_status_t s =
+      psdp_all_reduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
   int32_t expect = 0;
   for (int r : ranks) expect += r + 1;
   bool ok = s == PSDP_SUCCESS && std::all_of(data.begin(), data.end(), [&](int32_t x) { return x == expect; });

@@ -219,8 +219,8 @@ class UcxTransport final : public Transport {
   std::atomic<bool> failure_pending_{false};
   PeerLiveness liveness_;  // GUARDED_BY(the worker lock)
   mutable std::mutex failure_mutex_;
-  Status failure_;                                         // GUARDED_BY(failure_mutex_)
-  std::vector<Status> peer_failures_;                      // GUARDED_BY(failure_mutex_), per rank
+  Status failure_;                                          // GUARDED_BY(failure_mutex_)
+  std::vector<Status> peer_failures_;                       // GUARDED_BY(failure_mutex_), per rank
   std::unordered_map<ContextId, Status> context_failures_;  // GUARDED_BY(failure_mutex_)
   std::atomic<uint32_t> failure_epoch_{0};
   // Contexts failed here (failContext ran): their posts are refused. GUARDED_BY(the worker lock).

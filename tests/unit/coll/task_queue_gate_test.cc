@@ -119,9 +119,7 @@ TEST(TaskQueueGateTest, AChainEndsInAHook) {
     // Rank r's reduce-scatter output is block r of the summed gradients: element g of the whole vector sums
     // to 3 + 2 (g % 3). The all-reduce adds both ranks' blocks; the hook adds 1000 to element 0; the
     // all-gather puts the (equal) pieces side by side.
-    auto reduced = [&](size_t i) {
-      return static_cast<int32_t>(6 + 2 * (i % 3) + 2 * ((kPiece + i) % 3));
-    };
+    auto reduced = [&](size_t i) { return static_cast<int32_t>(6 + 2 * (i % 3) + 2 * ((kPiece + i) % 3)); };
     for (int r = 0; r < 2; ++r) {
       for (size_t i = 0; i < kPiece; ++i) {
         int32_t expect = reduced(i) + (i == 0 ? 1000 : 0);

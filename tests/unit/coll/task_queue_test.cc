@@ -215,10 +215,10 @@ TEST_P(TaskQueueTest, TeamsShareADriverAndFailAlone) {
         return posted.isOk() ? posted.value() : nullptr;
       };
       std::vector<int32_t> w(100000, rank + 1), p(50000, rank + 1);
-      auto on_world = postOn(world_queue, world_coll.value()->postAllReduce(w.data(), w.data(), w.size(), PSDP_INT32,
-                                                                            PSDP_SUM));
-      auto on_pair = postOn(pair_queue, pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32,
-                                                                         PSDP_SUM));
+      auto on_world =
+          postOn(world_queue, world_coll.value()->postAllReduce(w.data(), w.data(), w.size(), PSDP_INT32, PSDP_SUM));
+      auto on_pair =
+          postOn(pair_queue, pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32, PSDP_SUM));
       ASSERT_EQ(pair_queue.wait(*on_pair, Deadline::after(60)), WaitResult::kDone);
       ASSERT_EQ(world_queue.wait(*on_world, Deadline::after(60)), WaitResult::kDone);
       ASSERT_TRUE(on_pair->status().isOk() && on_world->status().isOk()) << on_pair->status().toString();
@@ -244,16 +244,16 @@ TEST_P(TaskQueueTest, TeamsShareADriverAndFailAlone) {
         EXPECT_NE(failed.message().find("peer 0 failed: rank 0 aborted its pair"), std::string::npos)
             << failed.message();
       } else {
-        auto again = postOn(pair_queue, pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32,
-                                                                         PSDP_SUM));
+        auto again =
+            postOn(pair_queue, pair_coll.value()->postAllReduce(p.data(), p.data(), p.size(), PSDP_INT32, PSDP_SUM));
         ASSERT_EQ(pair_queue.wait(*again, Deadline::after(60)), WaitResult::kDone);
         ASSERT_TRUE(again->status().isOk()) << again->status().toString();
         for (int32_t x : p) ASSERT_EQ(x, 14);
       }
       EXPECT_EQ(pair_queue.failure().isOk(), pair == 1);
       std::fill(w.begin(), w.end(), rank + 1);
-      auto after = postOn(world_queue, world_coll.value()->postAllReduce(w.data(), w.data(), w.size(), PSDP_INT32,
-                                                                         PSDP_SUM));
+      auto after =
+          postOn(world_queue, world_coll.value()->postAllReduce(w.data(), w.data(), w.size(), PSDP_INT32, PSDP_SUM));
       ASSERT_EQ(world_queue.wait(*after, Deadline::after(60)), WaitResult::kDone);
       ASSERT_TRUE(after->status().isOk()) << after->status().toString();
       for (int32_t x : w) ASSERT_EQ(x, 10);
