@@ -131,26 +131,37 @@ TEST(TaskQueueGateTest, AChainEndsInAHook) {
   EXPECT_TRUE(world.value()->close().isOk());
 }
 
+// Rank 0 of two alone (rank 1 never posts): an all-reduce on team B, a gate on team A after it, and a barrier
+// behind the gate, waited for until it completes (it can only fail).
+struct GatedAlone {
+  std::unique_ptr<TwoTeams> teams;
+  std::vector<int32_t> data = std::vector<int32_t>(100, 1);
+  std::shared_ptr<Request> on_b, on_a;
+
+  GatedAlone(UcxWorld& world, double timeout_a, double timeout_b)
+      : teams(std::make_unique<TwoTeams>(world.transport(0), 0, 2, timeout_a, timeout_b)) {
+    TwoTeams& t = *teams;
+    on_b = post(t.b_queue, t.b->postAllReduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM));
+    EXPECT_TRUE(t.a_queue.postAfter(on_b).isOk());
+    on_a = post(t.a_queue, t.a->postBarrier());
+    EXPECT_EQ(t.a_queue.wait(*on_a, Deadline::after(30)), WaitResult::kDone);
+  }
+};
+
 // What a gate waits for fails (team B times out: rank 1 never posts there): team A's queue fails with that
-// cause, and so does the all-reduce behind the gate.
+// cause, and so does the barrier behind the gate.
 TEST(TaskQueueGateTest, FailureOfTheAwaitedFailsTheGatedQueue) {
   auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
-  auto teams = std::make_unique<TwoTeams>(world.value()->transport(0), 0, 2, 60, 0.3);
-  TwoTeams& t = *teams;
-  std::vector<int32_t> data(100, 1);
-  auto on_b = post(t.b_queue, t.b->postAllReduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM));
-  ASSERT_TRUE(t.a_queue.postAfter(on_b).isOk());
-  auto on_a = post(t.a_queue, t.a->postBarrier());
-  ASSERT_EQ(t.a_queue.wait(*on_a, Deadline::after(30)), WaitResult::kDone);
-  EXPECT_EQ(on_b->status().code(), PSDP_ERR_TIMEOUT);
-  EXPECT_EQ(on_a->status().code(), PSDP_ERR_TIMEOUT) << on_a->status().toString();
-  EXPECT_NE(on_a->status().message().find("ordered after (psdp_comm_after) failed"), std::string::npos)
-      << on_a->status().message();
-  EXPECT_NE(on_a->status().message().find("all-reduce #0"), std::string::npos) << on_a->status().message();
-  EXPECT_EQ(t.a_queue.failure().code(), PSDP_ERR_TIMEOUT);
+  GatedAlone g(*world.value(), /*timeout_a=*/60, /*timeout_b=*/0.3);
+  EXPECT_EQ(g.on_b->status().code(), PSDP_ERR_TIMEOUT);
+  EXPECT_EQ(g.on_a->status().code(), PSDP_ERR_TIMEOUT) << g.on_a->status().toString();
+  EXPECT_NE(g.on_a->status().message().find("ordered after (psdp_comm_after) failed"), std::string::npos)
+      << g.on_a->status().message();
+  EXPECT_NE(g.on_a->status().message().find("all-reduce #0"), std::string::npos) << g.on_a->status().message();
+  EXPECT_EQ(g.teams->a_queue.failure().code(), PSDP_ERR_TIMEOUT);
   // The queues and the driver go before the transports they use; rank 1 never took part.
-  teams.reset();
+  g.teams.reset();
   world.value()->destroyTransport(0);
   world.value()->destroyTransport(1);
 }
@@ -160,21 +171,15 @@ TEST(TaskQueueGateTest, FailureOfTheAwaitedFailsTheGatedQueue) {
 TEST(TaskQueueGateTest, AGateTimesOutOnItsOwnQueuesTimeout) {
   auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
-  auto teams = std::make_unique<TwoTeams>(world.value()->transport(0), 0, 2, 0.3, 60);
-  TwoTeams& t = *teams;
-  std::vector<int32_t> data(100, 1);
-  auto on_b = post(t.b_queue, t.b->postAllReduce(data.data(), data.data(), data.size(), PSDP_INT32, PSDP_SUM));
-  ASSERT_TRUE(t.a_queue.postAfter(on_b).isOk());
-  auto on_a = post(t.a_queue, t.a->postBarrier());
-  ASSERT_EQ(t.a_queue.wait(*on_a, Deadline::after(30)), WaitResult::kDone);
-  EXPECT_EQ(on_a->status().code(), PSDP_ERR_TIMEOUT) << on_a->status().toString();
-  EXPECT_NE(on_a->status().message().find("waited 0.3 s for an operation"), std::string::npos)
-      << on_a->status().message();
-  EXPECT_FALSE(on_b->isDone());
+  GatedAlone g(*world.value(), /*timeout_a=*/0.3, /*timeout_b=*/60);
+  EXPECT_EQ(g.on_a->status().code(), PSDP_ERR_TIMEOUT) << g.on_a->status().toString();
+  EXPECT_NE(g.on_a->status().message().find("waited 0.3 s for an operation"), std::string::npos)
+      << g.on_a->status().message();
+  EXPECT_FALSE(g.on_b->isDone());
   // Team B's all-reduce still has receives posted into its collectives' memory: failing the team completes
   // them before that memory goes.
-  t.b_queue.abort(Status::aborted("test over"));
-  teams.reset();
+  g.teams->b_queue.abort(Status::aborted("test over"));
+  g.teams.reset();
   world.value()->destroyTransport(0);
   world.value()->destroyTransport(1);
 }
