@@ -840,8 +840,8 @@ void UcxTransport::handlePeerFailure(int r) {
     {
       std::lock_guard lock(failure_mutex_);
       peer_failures_[static_cast<size_t>(r)] = status;
+      if (failure_.isOk()) failure_ = status;
     }
-    recordFailure(status);
     bumpFailureEpoch();
     cancelRecvs(peer);
     if (peer.close_endpoint) {
