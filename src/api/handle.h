@@ -19,7 +19,7 @@ struct psdp_comm {
   std::string last_error;
 };
 
-// What a psdp_request_h points to: the engine's request, and the communicator it belongs to (for the
+// What a psdp_request_h points to: the task queue's request, and the communicator it belongs to (for the
 // last error, and to drive progress while the request is pending: destroying the communicator completes
 // every request of it, so a pending request always has a live communicator). Recycled: its memory is reused
 // by later requests, never returned, so posting allocates nothing once warmed up.

@@ -1,4 +1,4 @@
-// The C boundary for requests of nonblocking collectives: handle checks, then the communicator's engine.
+// The C boundary for requests of nonblocking collectives: handle checks, then the communicator's task queue.
 #include "api/guard.h"
 #include "api/handle.h"
 

@@ -17,12 +17,12 @@ Communicator::~Communicator() {
   // wait for this rank until their timeout), and whatever its collectives left posted completes, so that no
   // transfer still references their staging, their completions or a caller's buffer when those go. With
   // nothing pending the members are left alone: operations they still finish without this rank go on.
-  if (team_ && state_ != State::kFinalized && (state_ == State::kFailed || (engine_ && !engine_->idle()))) {
+  if (team_ && state_ != State::kFinalized && (state_ == State::kFailed || (queue_ && !queue_->idle()))) {
     team_->fail(state_ == State::kFailed
                     ? failure_
                     : Status::invalidUsage("rank {} destroyed the communicator before finalizing it", rank_));
   }
-  engine_.reset();
+  queue_.reset();
   collectives_.reset();
   if (joined_) (void)leaveContext(/*clean=*/false, Deadline::after(config_.timeout_s));
   team_.reset();
@@ -93,11 +93,11 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   coll_params.algorithm = config_.algorithm;
   coll_params.deterministic = config_.deterministic;
   coll_params.single_host = placements_.mapping().hosts.size() == 1;
-  // The engine queues at most max_in_flight; one more is made before its post waits for room.
+  // The queue holds at most max_in_flight; one more is made before its post waits for room.
   coll_params.max_tasks = config_.max_in_flight + 1;
   PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*team_, coll_params));
-  engine_ = std::make_unique<coll::TaskQueue>(context_->driver(), *team_, config_.timeout_s, config_.max_in_flight,
-                                              log_, context_id);
+  queue_ = std::make_unique<coll::TaskQueue>(context_->driver(), *team_, config_.timeout_s, config_.max_in_flight, log_,
+                                             context_id);
   log_->info("communicator ready: rank {} of {}, transport {}, context tag {:#x}, pid {}", rank_, nranks_,
              team_->name(), context_id, getpid());
   return Status::ok();
@@ -111,9 +111,9 @@ Status Communicator::leaveContext(bool clean, const Deadline& deadline) {
 Status Communicator::checkUsable(const char* what) const {
   switch (state_) {
     case State::kActive: {
-      Status engine_failure = engine_->failure();
-      if (engine_failure.isOk()) return Status::ok();
-      return engine_failure.withContext(fmt::format("{}: the communicator failed earlier", what));
+      Status queue_failure = queue_->failure();
+      if (queue_failure.isOk()) return Status::ok();
+      return queue_failure.withContext(fmt::format("{}: the communicator failed earlier", what));
     }
     case State::kFinalized: return Status::invalidUsage("{}: the communicator is finalized", what);
     case State::kFailed: return failure_.withContext(fmt::format("{}: the communicator failed earlier", what));
@@ -140,12 +140,12 @@ Status Communicator::fail(Status status) {
 Status Communicator::submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p) {
   if (!task.isOk()) return fail(task.status());
   PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Request> request,
-                        engine_->post(std::move(task).value(), /*wake_thread=*/request_p != nullptr));
+                        queue_->post(std::move(task).value(), /*wake_thread=*/request_p != nullptr));
   if (request_p != nullptr) {
     *request_p = std::move(request);
     return Status::ok();
   }
-  engine_->wait(*request, Deadline::never());
+  queue_->wait(*request, Deadline::never());
   return fail(request->status());
 }
 
@@ -185,26 +185,26 @@ Status Communicator::after(std::shared_ptr<Request> awaited, const Context* cont
         "request: an operation of a communicator on another transport (another init, or a split with "
         "split_share = 0) cannot order this one; wait for it instead");
   }
-  return fail(engine_->postAfter(std::move(awaited)));
+  return fail(queue_->postAfter(std::move(awaited)));
 }
 
 void Communicator::abort() {
-  // Only the engine and the transport are touched: both are thread-safe, while state_ belongs to the
-  // thread making calls, which learns of the abort from the engine (checkUsable, or its operation's status).
-  std::shared_lock lifetime(engine_lifetime_);
-  if (!engine_) return;
-  engine_->abort(Status::aborted("rank {} aborted the communicator (psdp_comm_abort)", rank_));
+  // Only the queue and the transport are touched: both are thread-safe, while state_ belongs to the
+  // thread making calls, which learns of the abort from the queue (checkUsable, or its operation's status).
+  std::shared_lock lifetime(queue_lifetime_);
+  if (!queue_) return;
+  queue_->abort(Status::aborted("rank {} aborted the communicator (psdp_comm_abort)", rank_));
 }
 
-// Once finalize() has freed the engine every request is done: finalize's barrier ran behind them.
+// Once finalize() has freed the queue every request is done: finalize's barrier ran behind them.
 bool Communicator::test(Request& request) {
-  std::shared_lock lifetime(engine_lifetime_);
-  return engine_ ? engine_->test(request) : request.isDone();
+  std::shared_lock lifetime(queue_lifetime_);
+  return queue_ ? queue_->test(request) : request.isDone();
 }
 
 bool Communicator::wait(Request& request, const Deadline& until) {
-  std::shared_lock lifetime(engine_lifetime_);
-  return engine_ ? engine_->wait(request, until) == WaitResult::kDone : request.isDone();
+  std::shared_lock lifetime(queue_lifetime_);
+  return queue_ ? queue_->wait(request, until) == WaitResult::kDone : request.isDone();
 }
 
 Status Communicator::finalize() {
@@ -214,8 +214,8 @@ Status Communicator::finalize() {
   PSDP_RETURN_IF_ERROR(barrier());
   Deadline deadline = Deadline::after(config_.timeout_s);
   {
-    std::unique_lock lifetime(engine_lifetime_);
-    engine_.reset();
+    std::unique_lock lifetime(queue_lifetime_);
+    queue_.reset();
   }
   collectives_.reset();
   Status closed = leaveContext(/*clean=*/true, deadline);

@@ -44,7 +44,7 @@ class Communicator {
   const Config& config() const { return config_; }
   const Logger& log() const { return log_; }
 
-  // Collectives. Arguments have been validated by the caller. Each is posted to the engine; `request_p`
+  // Collectives. Arguments have been validated by the caller. Each is posted to the team's task queue; `request_p`
   // NULL: the call then waits for it (blocking), otherwise *request_p receives the request. A timeout or a
   // remote error fails the communicator: every later call returns that error again. One thread at a time
   // posts on a communicator (ranks must agree on the order of collectives anyway).
@@ -142,11 +142,11 @@ class Communicator {
   std::shared_ptr<Context> context_;
   std::unique_ptr<transport::TeamTransport> team_;
   std::unique_ptr<coll::Collectives> collectives_;
-  std::unique_ptr<coll::TaskQueue> engine_;
+  std::unique_ptr<coll::TaskQueue> queue_;
   bool joined_ = false;  // the context counts this team
   // Held shared by the calls other threads may make while the posting thread finalizes (abort, test, wait),
   // exclusively by finalize() while it frees the queue.
-  mutable std::shared_mutex engine_lifetime_;
+  mutable std::shared_mutex queue_lifetime_;
   State state_ = State::kActive;
   Status failure_;
 };
