@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 
@@ -89,7 +90,8 @@ struct TaskPlan {
   int staging_slots = 0;
   size_t staging_slot_bytes = 0;
   Choice choice = Choice::kRing;
-  size_t bytes = 0;  // the whole buffer, as compared with rhd_max_bytes
+  size_t bytes = 0;         // the whole buffer, as compared with rhd_max_bytes
+  size_t direct_bytes = 0;  // a direct task's buffer, counted in RingCollectives::postedDirectBytes
   // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes. With
   // several ranks the operation still exchanges its header.
   bool local = false;
@@ -116,7 +118,7 @@ struct TaskSlot {
 
 class RingTask final : public CollTask, public Recycled<RingTask> {
  public:
-  RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan) : owner_(owner), op_(op), plan_(plan) {}
+  RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan);
   // Gives the task slot and any staging back.
   ~RingTask() override;
 
@@ -184,6 +186,11 @@ class RingCollectives final : public Collectives {
   // nothing of the next operations (DirectPhase::transient): no backoff.
   DirectOutcome directOutcome(const OpContext& op, bool ran, bool transient);
   DirectChannel& directChannel() { return direct_; }
+  // The buffers of the direct tasks posted and not yet destroyed: posts add (the user's thread), tasks
+  // subtract when the driving thread destroys them.
+  void countDirectBytes(size_t bytes) { posted_direct_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
+  void uncountDirectBytes(size_t bytes) { posted_direct_bytes_.fetch_sub(bytes, std::memory_order_relaxed); }
+  size_t postedDirectBytes() const { return posted_direct_bytes_.load(std::memory_order_relaxed); }
   TaskSlot& slotOf(uint32_t seq) { return *slots_[seq % kMaxTasksInFlight]; }
   StagingArena& arena() { return arena_; }
 
@@ -210,6 +217,7 @@ class RingCollectives final : public Collectives {
   int direct_skips_left_ = 0;  // operations still to skip them
   bool cma_failure_logged_ = false;
   uint32_t seq_ = 0;
+  std::atomic<size_t> posted_direct_bytes_{0};
   // Posts (the user's thread) read it while the thread driving tasks (core's engine) may record a failure.
   mutable std::mutex failed_mutex_;
   Status failed_;  // GUARDED_BY(failed_mutex_)
@@ -217,7 +225,13 @@ class RingCollectives final : public Collectives {
 
 // ---- RingTask ------------------------------------------------------------------------------------------
 
+RingTask::RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan)
+    : owner_(owner), op_(op), plan_(plan) {
+  owner_.countDirectBytes(plan_.direct_bytes);
+}
+
 RingTask::~RingTask() {
+  owner_.uncountDirectBytes(plan_.direct_bytes);
   phase_.reset();  // before the slot holding it is handed on
   if (slot_ == nullptr) return;
   if (staging_claimed_) owner_.arena().release(op_.header.seq);
@@ -371,6 +385,8 @@ void RingTask::abandon(const Status& status) {
 PhasePtr RingTask::startStage(Stage stage) {
   switch (stage) {
     case Stage::kDirect: {
+      // Results stream past the cache when this one is large or many are in flight (direct_kernels.h).
+      plan_.direct.streaming |= owner_.postedDirectBytes() >= kDirectStreamingMinBytes;
       direct_phase_ = slot_->phase.make<DirectPhase>(op_, plan_.direct, owner_.directChannel(), slot_->direct);
       return PhasePtr(direct_phase_);
     }
@@ -607,6 +623,7 @@ std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskP
       static_cast<size_t>(params_.nranks) <= kMaxDirectOutputs) {
     plan.direct = args;
     plan.direct.streaming = bytes >= kDirectStreamingMinBytes;
+    plan.direct_bytes = bytes;
     plan.direct.cma = params_.algorithm == PSDP_ALGORITHM_DIRECT || !plan.direct.kernel.isValid() ||
                       bytes >= kDirectCmaReduceMinBytes;
     plan.tries_direct = true;

@@ -1,6 +1,9 @@
 #include "coll/progress_driver.h"
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <chrono>
 
 namespace psdp::coll {
 namespace {
@@ -10,6 +13,10 @@ namespace {
 constexpr double kThreadRoundSeconds = 0.05;
 // How long test() lets the transport progress in caller mode: a few polls of the worker, not a wait.
 constexpr double kTestPollSeconds = 20e-6;
+// How long a waiter that found the drive taken sleeps before it looks again, should no hand-over wake it.
+constexpr double kHandOverSeconds = 0.002;
+// How long the thread keeps the transport's thread aside once out of work (see threadMain).
+constexpr std::chrono::milliseconds kIdleLinger{1};
 
 const Deadline& earlier(const Deadline& a, const Deadline& b) {
   return a.timePoint() <= b.timePoint() ? a : b;
@@ -41,6 +48,7 @@ void ProgressDriver::attach(TaskQueue& queue) {
 void ProgressDriver::detach(TaskQueue& queue) {
   std::lock_guard lock(mutex_);
   queues_.erase(std::remove(queues_.begin(), queues_.end(), &queue), queues_.end());
+  workDoneLocked();
 }
 
 bool ProgressDriver::anyWorkLocked() const {
@@ -48,19 +56,86 @@ bool ProgressDriver::anyWorkLocked() const {
 }
 
 void ProgressDriver::threadMain() {
+  // Named for top -H, gdb and perf (at most 15 characters).
+  pthread_setname_np(pthread_self(), "psdp-driver");
   while (true) {
     {
       std::unique_lock lock(mutex_);
-      work_cv_.wait(lock, [&] { return stopping_ || anyWorkLocked(); });
-      if (stopping_) return;
+      if (drive_held_ && !anyWorkLocked()) {
+        // Out of work. A caller posting its next batch (or still posting this one, behind the thread) is
+        // likely to add more soon: hold the transport's thread aside a little longer before it takes over.
+        work_cv_.wait_for(lock, kIdleLinger, [&] { return stopping_ || anyWorkLocked(); });
+        if (!anyWorkLocked()) releaseDriveLocked();
+      }
+      work_cv_.wait(lock, [&] { return stopping_ || (!waitersPresent() && anyWorkLocked()); });
+      if (stopping_) {
+        releaseDriveLocked();
+        return;
+      }
     }
-    std::lock_guard drive(drive_mutex_);
-    Deadline round = Deadline::after(kThreadRoundSeconds);
-    driveOnce(&round);
+    {
+      std::lock_guard drive(drive_mutex_);
+      if (waitersPresent()) continue;
+      Deadline round = Deadline::after(kThreadRoundSeconds);
+      driveOnce(&round, /*yield_to_waiters=*/true);
+    }
+    if (waitersPresent()) {
+      std::lock_guard lock(mutex_);
+      ++handovers_;
+      done_cv_.notify_all();
+    }
   }
 }
 
-void ProgressDriver::driveOnce(const Deadline* until) {
+void ProgressDriver::workQueuedLocked() {
+  if (drive_held_) return;
+  drive_held_ = true;
+  shared_.beginDriving();
+}
+
+void ProgressDriver::workDoneLocked() {
+  if (anyWorkLocked()) return;
+  // The thread lets go after a linger (threadMain); without it nobody else would.
+  if (background_) {
+    work_cv_.notify_one();
+  } else {
+    releaseDriveLocked();
+  }
+}
+
+void ProgressDriver::releaseDriveLocked() {
+  if (!drive_held_) return;
+  drive_held_ = false;
+  shared_.endDriving();
+}
+
+ProgressDriver::WaiterScope::WaiterScope(ProgressDriver& driver) : driver_(driver) {
+  driver_.waiters_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+// Under mutex_, so that the thread cannot check for waiters, miss this leave and then sleep through it.
+ProgressDriver::WaiterScope::~WaiterScope() {
+  std::lock_guard lock(driver_.mutex_);
+  ++driver_.handovers_;
+  if (driver_.waiters_.fetch_sub(1, std::memory_order_seq_cst) > 1) {
+    driver_.done_cv_.notify_all();
+  } else if (driver_.anyWorkLocked()) {
+    driver_.work_cv_.notify_one();
+  }
+}
+
+void ProgressDriver::awaitDrive(const Request& request, const Deadline& until) {
+  std::unique_lock lock(mutex_);
+  const uint64_t handovers = handovers_;
+  // The waiter is counted already: a thread that read the event count before this wake sees it change, and
+  // one that reads it after sees the waiter (driveOnce) and does not wait on the transport.
+  shared_.wake();
+  Deadline slice = Deadline::after(kHandOverSeconds);
+  done_cv_.wait_until(lock, earlier(until, slice).timePoint(),
+                      [&] { return request.isDone() || handovers_ != handovers; });
+}
+
+void ProgressDriver::driveOnce(const Deadline* until, bool yield_to_waiters) {
   // Read the counter before advancing, so that a completion landing after the check still wakes us.
   uint32_t seen = shared_.eventCount();
   // A failure recorded during the pass is judged only after another pass: a member that reports its team
@@ -83,7 +158,7 @@ void ProgressDriver::driveOnce(const Deadline* until) {
   for (TaskQueue* queue : queues_) {
     if (queue->failIfExpiredOrLost(&earliest)) return;
   }
-  if (earliest == nullptr) return;
+  if (earliest == nullptr || (yield_to_waiters && waitersPresent())) return;
   // The poll window of test() starts only now: advancing may take longer than the window itself, and the
   // transport must still get its turn. A task that yielded has local work left and is not waited for: the
   // transport gets only that short poll, so that the other tasks' messages move between its slices. A

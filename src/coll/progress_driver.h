@@ -2,15 +2,19 @@
 // waits on the context's shared transport when none can move, so that the reduce-scatter of one team and
 // the all-gather of another progress together from one thread.
 //
-// Progress: with a background thread (PSDP_PROGRESS=thread) one psdp thread per context drives, and sleeps
-// on a condition variable while every queue is empty (the transport runs its own progress thread); users
-// only wait for their request to be marked done. Whoever waits drives itself when the thread is not
-// driving: a blocking collective then runs in the caller's thread from post to completion, with no
-// hand-over to the thread and back (tens of microseconds each on a busy host). Without the thread
-// (PSDP_PROGRESS=caller), test() and wait() on any team drive every team of the context in the calling
-// thread.
+// Progress: with a background thread (PSDP_PROGRESS=thread) one psdp thread per context drives while no
+// user thread waits, and sleeps on a condition variable while every queue is empty. A thread that waits
+// for a request takes the drive over: the background thread steps aside at the end of its round (the
+// waiter wakes it out of the transport) and stays aside until the last waiter leaves. Every completion is
+// then seen by the thread that waits for it, with no hand-over between threads (tens of microseconds each
+// on a busy host, several per operation when many are in flight), while posted work still moves when
+// nobody waits (backward compute overlapping communication). The transport's own progress thread stands
+// aside from the first post until the queues are empty (Transport::beginDriving): the driver's drivers
+// progress the transport meanwhile. Without the thread (PSDP_PROGRESS=caller), test() and wait() on any
+// team drive every team of the context in the calling thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -46,7 +50,30 @@ class ProgressDriver {
   // One round, under drive_mutex_: advances every queue once over, then, if nothing moved, waits on the
   // transport until an event or `until` (bounded by the started tasks' deadlines); until nullptr: polls it
   // for a few microseconds (test()).
-  void driveOnce(const Deadline* until);
+  // yield_to_waiters (the thread's rounds): returns instead of waiting on the transport once a waiter is
+  // present.
+  void driveOnce(const Deadline* until, bool yield_to_waiters = false);
+
+  // Counts a thread waiting in TaskQueue::wait with the background thread on: the thread stands down
+  // while any is present. The last one out hands the drive back to the thread if work is left.
+  class WaiterScope {
+   public:
+    explicit WaiterScope(ProgressDriver& driver);
+    ~WaiterScope();
+    WaiterScope(const WaiterScope&) = delete;
+    WaiterScope& operator=(const WaiterScope&) = delete;
+
+   private:
+    ProgressDriver& driver_;
+  };
+  // REQUIRES: mutex_. A queue got a request / a queue lost one (see drive_held_).
+  void workQueuedLocked();
+  void workDoneLocked();
+  void releaseDriveLocked();
+  bool waitersPresent() const { return waiters_.load(std::memory_order_seq_cst) != 0; }
+  // For a waiter that found the drive taken: asks the thread, if it is the one driving, to step aside, and
+  // sleeps until the drive may be free, the request is done, or `until`.
+  void awaitDrive(const Request& request, const Deadline& until);
 
   transport::Transport& shared_;
   const bool background_;
@@ -59,6 +86,13 @@ class ProgressDriver {
   std::condition_variable done_cv_;
   std::vector<TaskQueue*> queues_;  // also changed under drive_mutex_, so a driving thread may read it
   bool stopping_ = false;
+  uint64_t handovers_ = 0;  // bumped whenever a driver (the thread, or a waiter) lets the drive go
+  std::atomic<int> waiters_{0};
+  // Whether the driver holds a Transport::beginDriving: from the first post until every queue is empty
+  // again (with the thread, a moment longer), so that the transport's own thread stays aside meanwhile,
+  // also between one waiter and the next, rather than wake to progress what this driver's drivers
+  // progress anyway.
+  bool drive_held_ = false;
 
   // Held by whoever advances tasks or waits on the transport: the tasks and the transport are not
   // thread-safe. Taken before mutex_, never while holding it.

@@ -7,16 +7,6 @@
 #include "coll/progress_driver.h"
 
 namespace psdp::coll {
-namespace {
-
-// How long a waiter whose request the thread is driving sleeps before it checks whether it could drive.
-constexpr double kHandOverSeconds = 0.002;
-
-const Deadline& earlier(const Deadline& a, const Deadline& b) {
-  return a.timePoint() <= b.timePoint() ? a : b;
-}
-
-}  // namespace
 
 TaskQueue::TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight,
                      Logger log, uint32_t track)
@@ -73,6 +63,7 @@ Status TaskQueue::enqueue(const std::shared_ptr<Request>& request, bool wake_thr
       if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
       if (queue_.size() < max_in_flight_) {
         queue_.push_back(request);
+        driver_.workQueuedLocked();
         break;
       }
       oldest = queue_.front();
@@ -104,18 +95,20 @@ bool TaskQueue::test(Request& request) {
 }
 
 WaitResult TaskQueue::wait(Request& request, const Deadline& until) {
-  while (driver_.background() && !request.isDone()) {
-    if (until.expired()) return WaitResult::kTimedOut;
-    std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
-    if (drive.owns_lock()) {
-      if (!request.isDone()) driver_.driveOnce(&until);
-      continue;
+  if (request.isDone()) return WaitResult::kDone;
+  if (driver_.background()) {
+    ProgressDriver::WaiterScope waiter(driver_);
+    while (!request.isDone()) {
+      if (until.expired()) return WaitResult::kTimedOut;
+      std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
+      if (drive.owns_lock()) {
+        if (!request.isDone()) driver_.driveOnce(&until);
+      } else {
+        // The thread, now asked to step aside, or another waiter drives.
+        driver_.awaitDrive(request, until);
+      }
     }
-    // The thread (or another waiter) is driving: wait for it, and look again now and then, since it may go
-    // idle before this request is done.
-    std::unique_lock lock(driver_.mutex_);
-    Deadline slice = Deadline::after(kHandOverSeconds);
-    driver_.done_cv_.wait_until(lock, earlier(until, slice).timePoint(), [&] { return request.isDone(); });
+    return WaitResult::kDone;
   }
   while (!request.isDone()) {
     if (until.expired()) return WaitResult::kTimedOut;
@@ -274,6 +267,7 @@ void TaskQueue::complete(const std::shared_ptr<Request>& request, const Status& 
     std::lock_guard lock(driver_.mutex_);
     auto it = std::find(queue_.begin(), queue_.end(), request);
     if (it != queue_.end()) queue_.erase(it);
+    driver_.workDoneLocked();
     request->task_.reset();
     request->awaited_.reset();
     request->hook_ = nullptr;
@@ -296,6 +290,7 @@ void TaskQueue::failAll(const Status& status, const std::shared_ptr<Request>& fa
     if (failure_.isOk()) failure_ = status;
     queued.swap(queue_);
     queue_.reserve(max_in_flight_);
+    driver_.workDoneLocked();
   }
   if (!queued.empty() && status.code() != PSDP_ERR_INVALID_USAGE) {
     log().error("collectives failed, {} queued operation(s) cancelled: {}", queued.size(), status.toString());

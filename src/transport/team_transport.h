@@ -37,6 +37,8 @@ class TeamTransport final : public Transport {
   uint32_t eventCount() const override { return shared_.eventCount(); }
   Status waitEvents(uint32_t seen, const Deadline& deadline) override { return shared_.waitEvents(seen, deadline); }
   void wake() override { shared_.wake(); }
+  void beginDriving() override { shared_.beginDriving(); }
+  void endDriving() override { shared_.endDriving(); }
 
   // Fails this team only (Transport::failContext): its members are told, its operations complete.
   void fail(const Status& reason) override;

@@ -96,6 +96,11 @@ class Transport {
   // Changes eventCount(), so that a waitEvents in another thread returns: work that is not a transfer
   // (a task posted to a driver that sleeps here) is waiting. Cheap while nobody sleeps. Thread-safe.
   virtual void wake() = 0;
+  // Brackets a stretch in which the owner's threads will call waitEvents over and over (a driver with work
+  // to do): a progress thread of the backend stands aside for the whole stretch rather than waking between
+  // two waits and competing for the cores and the worker. Nests; thread-safe; calls pair up.
+  virtual void beginDriving() = 0;
+  virtual void endDriving() = 0;
 
   // Fail-stop, for users that cannot go on once any rank is lost (a communicator's collectives): peers are
   // told `reason` (best effort), every pending operation completes with it (receives are canceled, sends

@@ -1,5 +1,7 @@
 #include "transport/ucx/ucx_progress_thread.h"
 
+#include <pthread.h>
+
 namespace psdp::transport::ucx {
 
 ProgressThread::ProgressThread(WorkerLoop& loop) : loop_(loop), thread_([this] { run(); }) {}
@@ -12,6 +14,8 @@ ProgressThread::~ProgressThread() {
 }
 
 void ProgressThread::run() {
+  // Named for top -H, gdb and perf (at most 15 characters).
+  pthread_setname_np(pthread_self(), "psdp-ucx");
   int idle_polls = 0;
   while (!stop_.load(std::memory_order_acquire)) {
     if (loop_.driven()) {

@@ -109,6 +109,8 @@ class UcxTransport final : public Transport {
     events_.fetch_add(1, std::memory_order_seq_cst);
     loop_->wakeSleeper();
   }
+  void beginDriving() override { loop_->beginDriving(); }
+  void endDriving() override { loop_->endDriving(); }
   void fail(const Status& reason) override;
   Status failure() const override;
   void failContext(ContextId context, const std::vector<int>& peers, const Status& reason) override;

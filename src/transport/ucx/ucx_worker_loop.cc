@@ -81,11 +81,11 @@ void WorkerLoop::sleep(int timeout_ms) {
 }
 
 WorkerLoop::DriverScope::DriverScope(WorkerLoop& loop) : loop_(loop) {
-  loop_.drivers_.fetch_add(1, std::memory_order_seq_cst);
+  loop_.beginDriving();
 }
 
 WorkerLoop::DriverScope::~DriverScope() {
-  if (loop_.drivers_.fetch_sub(1, std::memory_order_seq_cst) == 1) loop_.wakeStandingDown();
+  loop_.endDriving();
 }
 
 void WorkerLoop::standDown(const std::atomic<bool>& stop) {

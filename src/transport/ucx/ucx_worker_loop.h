@@ -101,6 +101,11 @@ class WorkerLoop {
    private:
     WorkerLoop& loop_;
   };
+  // The same without a scope (Transport::beginDriving / endDriving).
+  void beginDriving() { drivers_.fetch_add(1, std::memory_order_seq_cst); }
+  void endDriving() {
+    if (drivers_.fetch_sub(1, std::memory_order_seq_cst) == 1) wakeStandingDown();
+  }
   bool driven() const { return drivers_.load(std::memory_order_seq_cst) != 0; }
   // For the progress thread: returns once no DriverScope is held or `stop` is set (wakeStandingDown).
   void standDown(const std::atomic<bool>& stop);

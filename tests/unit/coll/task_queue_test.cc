@@ -181,6 +181,39 @@ TEST_P(TaskQueueTest, TimeoutFailsTheEngine) {
   world.value()->destroyTransport(1);
 }
 
+// Four user threads per rank wait at once for 24 collectives of one queue, each its share in reverse
+// order, while the driver's thread (if any) and the transport's progress thread (with the thread) hand the
+// drive between them and the waiters: every request completes, exactly.
+TEST_P(TaskQueueTest, ManyWaitersShareTheDrive) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(3, background ? PSDP_PROGRESS_THREAD : PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  world.value()->runRanks([&](int rank) {
+    RankEngine r = makeRank(*world.value(), rank, background, 60);
+    constexpr int kOps = 24, kWaiters = 4;
+    std::vector<std::vector<int32_t>> data(kOps);
+    std::vector<std::shared_ptr<Request>> reqs(kOps);
+    for (int k = 0; k < kOps; ++k) {
+      data[k].assign(static_cast<size_t>(k + 1) * 1000, rank + 1 + k);
+      reqs[k] = post(r, r.coll->postAllReduce(data[k].data(), data[k].data(), data[k].size(), PSDP_INT32, PSDP_SUM));
+    }
+    std::vector<std::thread> waiters;
+    for (int t = 0; t < kWaiters; ++t) {
+      waiters.emplace_back([&, t] {
+        for (int k = kOps - kWaiters + t; k >= 0; k -= kWaiters) {
+          EXPECT_EQ(r.engine->wait(*reqs[k], Deadline::after(60)), WaitResult::kDone) << "request " << k;
+        }
+      });
+    }
+    for (std::thread& w : waiters) w.join();
+    for (int k = 0; k < kOps; ++k) {
+      ASSERT_TRUE(reqs[k]->isDone()) << "request " << k;
+      EXPECT_TRUE(reqs[k]->status().isOk()) << reqs[k]->status().toString();
+      for (int32_t x : data[k]) ASSERT_EQ(x, 6 + 3 * k) << "request " << k;
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Progress, TaskQueueTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
   return info.param ? std::string("Thread") : std::string("Caller");
 });
