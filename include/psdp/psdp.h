@@ -44,7 +44,7 @@ extern "C" {
  * Version
  * ------------------------------------------------------------------------------------------------ */
 #define PSDP_VERSION_MAJOR 0
-#define PSDP_VERSION_MINOR 1
+#define PSDP_VERSION_MINOR 2
 #define PSDP_VERSION_PATCH 0
 #define PSDP_VERSION_CODE_OF(major, minor, patch) ((major)*10000 + (minor)*100 + (patch))
 #define PSDP_VERSION_CODE PSDP_VERSION_CODE_OF(PSDP_VERSION_MAJOR, PSDP_VERSION_MINOR, PSDP_VERSION_PATCH)
@@ -143,6 +143,18 @@ typedef enum psdp_algorithm {
   PSDP_ALGORITHM_MAX_ENUM = 0x7fffffff
 } psdp_algorithm_t;
 
+/* Whether collectives check that every rank made the same call (PSDP_CHECK). */
+typedef enum {
+  PSDP_CHECK_UNSET = -1,
+  PSDP_CHECK_FULL = 0, /* every collective agrees its call (kind, count, dtype, op, root) across ranks in
+                          log2(nranks) rounds of small messages alongside its data: a rank whose call differs
+                          is named on every rank, and no rank returns success from a mismatched call */
+  PSDP_CHECK_OFF = 1,  /* no agreement: a few microseconds less per call, for programs known to call alike;
+                          a mismatched call may then fail with a less precise error, time out, or (same sizes,
+                          other op or dtype) return wrong data without an error. Barriers still synchronise. */
+  PSDP_CHECK_MAX_ENUM = 0x7fffffff
+} psdp_check_t;
+
 /* ---------------------------------------------------------------------------------------------------
  * Configuration
  * ------------------------------------------------------------------------------------------------ */
@@ -156,7 +168,8 @@ typedef struct psdp_config {
   unsigned int magic;        /* PSDP_CONFIG_MAGIC */
   unsigned int version;      /* PSDP_VERSION_CODE the caller compiled against */
   double timeout_s;          /* PSDP_TIMEOUT: seconds any blocking call may wait; unset: < 0 */
-  size_t chunk_bytes;        /* PSDP_CHUNK_BYTES: fragment size of pipelined transfers; unset: 0 */
+  size_t fragment_bytes;     /* PSDP_FRAGMENT_BYTES: fragment size of pipelined transfers (named chunk_bytes
+                                before 0.2, which the plan's chunk_bytes is not); unset: 0 */
   int log_level;             /* PSDP_LOG_LEVEL: a psdp_log_level_t; unset: PSDP_LOG_UNSET */
   const char* log_file;      /* PSDP_LOG_FILE: path, "%r" is replaced by the rank; unset: NULL (stderr) */
   const char* socket_ifname; /* PSDP_SOCKET_IFNAME: interface the bootstrap binds to; unset: NULL */
@@ -172,12 +185,14 @@ typedef struct psdp_config {
   int split_share;           /* PSDP_SPLIT_SHARE: 1 makes the communicators psdp_comm_split and
                                 psdp_comm_split_layout return teams on the parent's transport and progress
                                 thread; 0 gives them their own; unset: -1 */
+  int check;                 /* PSDP_CHECK: a psdp_check_t, whether every collective first agrees its call
+                                (kind, count, dtype, op, root) across ranks; unset: PSDP_CHECK_UNSET */
 } psdp_config_t;
 
 #define PSDP_CONFIG_INITIALIZER                                                                             \
   {                                                                                                         \
     sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1                              \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1, PSDP_CHECK_UNSET            \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256

@@ -2,6 +2,11 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "base/log.h"
 
 namespace psdp {
 
@@ -59,6 +64,23 @@ Result<size_t> parseBytes(std::string_view text) {
   return static_cast<size_t>(value << shift);
 }
 
+namespace {
+
+// Once per process and variable: configurations are resolved at every init, split and psdp-info call.
+void warnRenamed(const ParamSpec& p, bool ignored) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  if (!warned.insert(p.old_env).second) return;
+  if (ignored) {
+    processLog().warn("{} is ignored: it was renamed {}, which is set too", p.old_env, p.env);
+  } else {
+    processLog().warn("{} was renamed {}: set that instead (the old name will stop working)", p.old_env, p.env);
+  }
+}
+
+}  // namespace
+
 Result<Config> Config::resolve(const psdp_config_t* user, const Environment& env) {
   if (user != nullptr) {
     if (user->magic != PSDP_CONFIG_MAGIC) {
@@ -77,17 +99,23 @@ Result<Config> Config::resolve(const psdp_config_t* user, const Environment& env
     const ParamSpec& p = table[i];
     std::optional<std::string> text;
     ParamSource source = ParamSource::kDefault;
+    const char* variable = p.env;  // the one read, named by a parse error
     if (user != nullptr && (text = p.user_value(*user))) {
       source = ParamSource::kConfig;
     } else if ((text = env.get(p.env))) {
       source = ParamSource::kEnv;
+      if (p.old_env != nullptr && env.get(p.old_env)) warnRenamed(p, /*ignored=*/true);
+    } else if (p.old_env != nullptr && (text = env.get(p.old_env))) {
+      source = ParamSource::kEnv;
+      variable = p.old_env;
+      warnRenamed(p, /*ignored=*/false);
     } else {
       text = p.default_value;
     }
     Status s = p.parse(*text, config);
     if (!s.isOk()) {
       return s.withContext(source == ParamSource::kConfig ? fmt::format("config field for {}", p.env)
-                                                          : std::string(p.env));
+                                                          : std::string(variable));
     }
     config.sources[i] = source;
   }
@@ -98,6 +126,5 @@ const Config& Config::defaults() {
   static const Config config = Config::resolve(nullptr, MapEnvironment()).value();
   return config;
 }
-
 
 }  // namespace psdp

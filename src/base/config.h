@@ -30,7 +30,7 @@ const char* paramSourceName(ParamSource source);
 
 struct Config {
   double timeout_s = 0;
-  size_t chunk_bytes = 0;
+  size_t fragment_bytes = 0;
   size_t max_in_flight = 0;
   psdp_log_level_t log_level = PSDP_LOG_WARN;
   std::string log_file;       // empty: stderr
@@ -40,6 +40,7 @@ struct Config {
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
   bool deterministic = false;
   bool split_share = true;  // splits make teams on the parent's context (core/context.h)
+  bool check_calls = true;  // PSDP_CHECK=full: collectives agree their call across ranks (coll/op_header_check.h)
   std::string topo_file;    // empty: discover the live machine
   std::string host_id;      // empty: the hostname
   std::string gpu_bus_id;   // "dddd:bb:dd.f"; empty: CPU-only
@@ -65,6 +66,8 @@ struct ParamSpec {
   std::optional<std::string> (*user_value)(const psdp_config_t& user);
   Status (*parse)(std::string_view text, Config& out);
   std::string (*format)(const Config& in);
+  // The variable's former name, still read (with a warning naming `env`) when `env` is not set; or null.
+  const char* old_env = nullptr;
 };
 
 // The table, in documentation order.

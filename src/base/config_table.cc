@@ -105,22 +105,23 @@ const ParamSpec kParamTable[] = {
      },
      [](const Config& c) { return formatSeconds(c.timeout_s); }},
 
-    {"chunk_bytes", "PSDP_CHUNK_BYTES", "bytes", "1M",
+    {"fragment_bytes", "PSDP_FRAGMENT_BYTES", "bytes", "1M",
      "Fragment size of pipelined transfers: large collectives move in fragments of this size, several in "
-     "flight, through staging memory allocated once per communicator.",
+     "flight, through staging memory allocated once per communicator. Formerly PSDP_CHUNK_BYTES, which is "
+     "still read, with a warning.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
-       if (!PSDP_USER_HAS(u, chunk_bytes) || u.chunk_bytes == 0) return std::nullopt;
-       return std::to_string(u.chunk_bytes);
+       if (!PSDP_USER_HAS(u, fragment_bytes) || u.fragment_bytes == 0) return std::nullopt;
+       return std::to_string(u.fragment_bytes);
      },
      [](std::string_view text, Config& c) -> Status {
        auto v = parseBytes(text);
        if (!v.isOk() || v.value() < 64 || v.value() > (size_t{1} << 30)) {
          return Status::invalidArgument("'{}' is not a size between 64 and 1G bytes", text);
        }
-       c.chunk_bytes = v.value();
+       c.fragment_bytes = v.value();
        return Status::ok();
      },
-     [](const Config& c) { return std::to_string(c.chunk_bytes); }},
+     [](const Config& c) { return std::to_string(c.fragment_bytes); }, "PSDP_CHUNK_BYTES"},
 
     {"max_in_flight", "PSDP_MAX_IN_FLIGHT", "count", "64",
      "Operations of one communicator posted and not yet complete at most; a nonblocking call beyond it first waits "
@@ -231,7 +232,7 @@ const ParamSpec kParamTable[] = {
 
     {"deterministic", "PSDP_DETERMINISTIC", "0|1", "0",
      "1: every reduction uses the ring, whose order of operations depends only on the element count and the "
-     "number of ranks, so float results are bitwise reproducible whatever the message size, PSDP_CHUNK_BYTES "
+     "number of ranks, so float results are bitwise reproducible whatever the message size, PSDP_FRAGMENT_BYTES "
      "or PSDP_ALGORITHM.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, deterministic) || u.deterministic < 0) return std::nullopt;
@@ -259,6 +260,25 @@ const ParamSpec kParamTable[] = {
        return Status::ok();
      },
      [](const Config& c) { return std::string(c.split_share ? "1" : "0"); }},
+
+    {"check", "PSDP_CHECK", "full|off", "full",
+     "full: every collective agrees its call (kind, count, dtype, op, root) across ranks in log2(ranks) rounds "
+     "of small messages alongside its data, so a rank that called differently is named on every rank and no "
+     "rank returns success from a mismatched call; off: no agreement, a few microseconds less per call, for "
+     "programs known to call alike (a mismatch may then time out or, with equal sizes, return wrong data). "
+     "All ranks must agree.",
+     [](const psdp_config_t& u) -> std::optional<std::string> {
+       if (!PSDP_USER_HAS(u, check) || u.check == PSDP_CHECK_UNSET) return std::nullopt;
+       if (u.check == PSDP_CHECK_FULL) return std::string("full");
+       if (u.check == PSDP_CHECK_OFF) return std::string("off");
+       return fmt::format("{}", u.check);  // rejected by the parser, naming the value
+     },
+     [](std::string_view text, Config& c) -> Status {
+       if (text != "full" && text != "off") return Status::invalidArgument("'{}' is not full or off", text);
+       c.check_calls = text == "full";
+       return Status::ok();
+     },
+     [](const Config& c) { return std::string(c.check_calls ? "full" : "off"); }},
 
     {"topo_file", "PSDP_TOPO_FILE", "path", "",
      "Topology the mapper places ranks with: an hwloc XML export (lstopo x.xml) or an NCCL topology file "

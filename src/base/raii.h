@@ -1,7 +1,10 @@
 // RAII owners for C handles: every UCX, NCCL, CUDA, hwloc or OS handle lives in one of these.
 #pragma once
 
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <cstddef>
 
 #include <memory>
 #include <utility>
@@ -41,6 +44,42 @@ class UniqueFd {
 
  private:
   int fd_ = -1;
+};
+
+// Owns a memory mapping (mmap); unmaps it on destruction. release() gives it up.
+class UniqueMapping {
+ public:
+  UniqueMapping() = default;
+  UniqueMapping(void* base, size_t bytes) : base_(static_cast<std::byte*>(base)), bytes_(bytes) {}
+  UniqueMapping(UniqueMapping&& other) noexcept
+      : base_(std::exchange(other.base_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  UniqueMapping& operator=(UniqueMapping&& other) noexcept {
+    if (this != &other) {
+      reset();
+      base_ = std::exchange(other.base_, nullptr);
+      bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+  }
+  UniqueMapping(const UniqueMapping&) = delete;
+  UniqueMapping& operator=(const UniqueMapping&) = delete;
+  ~UniqueMapping() { reset(); }
+
+  std::byte* data() const { return base_; }
+  size_t size() const { return bytes_; }
+  std::byte* release() {
+    bytes_ = 0;
+    return std::exchange(base_, nullptr);
+  }
+  void reset() {
+    if (base_ != nullptr) ::munmap(base_, bytes_);
+    base_ = nullptr;
+    bytes_ = 0;
+  }
+
+ private:
+  std::byte* base_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 }  // namespace psdp

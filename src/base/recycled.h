@@ -5,8 +5,8 @@
 // ever alive at once and is never returned, so that a stale pointer to a recycled object still points at
 // memory of that type (psdp_request handles rely on it to tell a freed handle from a live one). Thread-safe.
 //
-//   class RingTask final : public CollTask, public Recycled<RingTask> { ... };   // new/delete recycle
-//   Recycled<RingTask>::prime(64);                                               // the working size up front
+//   class HostTask final : public CollTask, public Recycled<HostTask> { ... };   // new/delete recycle
+//   Recycled<HostTask>::prime(64);                                               // the working size up front
 //   std::allocate_shared<Request>(RecyclingAllocator<Request>(), ...);           // shared_ptr's block too
 #pragma once
 

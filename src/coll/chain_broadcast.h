@@ -1,5 +1,5 @@
 // Pipelined chain broadcast: ranks form a chain starting at the root, in rank order modulo nranks; every
-// fragment of chunk_bytes goes down the chain, received straight into recvbuf and forwarded from there as
+// fragment of fragment_bytes goes down the chain, received straight into recvbuf and forwarded from there as
 // soon as it has arrived. No staging, no copy (except the root's sendbuf into its own recvbuf). For large
 // messages every link carries the data once and the pipeline hides the chain's length.
 #pragma once

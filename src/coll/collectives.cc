@@ -1,4 +1,4 @@
-// The implementation of Collectives. Every collective is a RingTask: a short list of stages (ring passes,
+// The implementation of Collectives. Every collective is a HostTask: a short list of stages (ring passes,
 // recursive halving/doubling) run one after the other, alongside the agreement on its header with every
 // other rank (coll/op_header_check.h); the local work of the trivial cases (empty buffers, a
 // single rank) is done in start(). Up to kMaxTasksInFlight tasks run at once, each in a task slot of its own
@@ -39,7 +39,7 @@ namespace {
 constexpr int kDepth = 4;
 // The staging arena holds this many ring reduce-scatters of full fragments at once; smaller operations
 // (fragments bounded by their blocks, halving/doubling of at most one fragment) fit more.
-constexpr int kStagedRingTasks = 2;
+constexpr int kStagedHostTasks = 2;
 
 // At most this many operations in a row skip trying direct after one could not run it (skipDirect).
 constexpr int kMaxDirectBackoff = 64;
@@ -70,7 +70,7 @@ enum class Choice {
   kExceedsStaging,  // rhd's working vectors must fit one staging slot
 };
 
-class RingCollectives;
+class HostCollectives;
 
 // What one collective does, fixed at post time. Stages read their arguments from here, so a task never
 // allocates after start() except for the state machine of each stage.
@@ -91,7 +91,7 @@ struct TaskPlan {
   size_t staging_slot_bytes = 0;
   Choice choice = Choice::kRing;
   size_t bytes = 0;         // the whole buffer, as compared with rhd_max_bytes
-  size_t direct_bytes = 0;  // a direct task's buffer, counted in RingCollectives::postedDirectBytes
+  size_t direct_bytes = 0;  // a direct task's buffer, counted in HostCollectives::postedDirectBytes
   // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes. With
   // several ranks the operation still exchanges its header.
   bool local = false;
@@ -100,7 +100,7 @@ struct TaskPlan {
   size_t local_bytes = 0;
 };
 
-// What a direct phase's outcome was, for the backoff (RingCollectives::skipDirect).
+// What a direct phase's outcome was, for the backoff (HostCollectives::skipDirect).
 enum class DirectOutcome { kNone, kRan, kFellBack, kFellBackTransient };
 
 // What one running task uses of its communicator besides staging, reused by the tasks that run in it in turn.
@@ -116,11 +116,11 @@ struct TaskSlot {
   DirectOutcome outcome = DirectOutcome::kNone;
 };
 
-class RingTask final : public CollTask, public Recycled<RingTask> {
+class HostTask final : public CollTask, public Recycled<HostTask> {
  public:
-  RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan);
+  HostTask(HostCollectives& owner, const OpContext& op, const TaskPlan& plan);
   // Gives the task slot and any staging back.
-  ~RingTask() override;
+  ~HostTask() override;
 
   std::string describe() const override { return op_.describe(); }
   bool canStart() const override;
@@ -137,7 +137,7 @@ class RingTask final : public CollTask, public Recycled<RingTask> {
   Result<bool> settleStaging(bool needed);
   Status failed(Status status);
 
-  RingCollectives& owner_;
+  HostCollectives& owner_;
   TaskSlot* slot_ = nullptr;  // from start() until destruction
   bool staging_settled_ = false;
   bool staging_claimed_ = false;
@@ -154,10 +154,11 @@ class RingTask final : public CollTask, public Recycled<RingTask> {
   Status data_error_;   // a stage's mismatch, held until the agreement explains it
 };
 
-class RingCollectives final : public Collectives {
+class HostCollectives final : public Collectives {
  public:
-  RingCollectives(transport::Transport& transport, const CollParams& params, StagingArena arena)
-      : Collectives(transport), params_(params), arena_(std::move(arena)), direct_(params.nranks) {
+  HostCollectives(transport::Transport& transport, const CollParams& params, StagingArena arena,
+                  DirectChannel::TileMemory tiles)
+      : Collectives(transport), params_(params), arena_(std::move(arena)), direct_(params.nranks, std::move(tiles)) {
     for (int i = 0; i < kMaxTasksInFlight; ++i)
       slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks));
   }
@@ -186,6 +187,7 @@ class RingCollectives final : public Collectives {
   // nothing of the next operations (DirectPhase::transient): no backoff.
   DirectOutcome directOutcome(const OpContext& op, bool ran, bool transient);
   DirectChannel& directChannel() { return direct_; }
+  bool checksCalls() const { return params_.check_calls; }
   // The buffers of the direct tasks posted and not yet destroyed: posts add (the user's thread), tasks
   // subtract when the driving thread destroys them.
   void countDirectBytes(size_t bytes) { posted_direct_bytes_.fetch_add(bytes, std::memory_order_relaxed); }
@@ -197,9 +199,17 @@ class RingCollectives final : public Collectives {
  private:
   OpContext beginOp(OpHeader header);
   std::unique_ptr<CollTask> makeTask(const OpContext& op, const TaskPlan& plan) {
-    return std::make_unique<RingTask>(*this, op, plan);
+    return std::make_unique<HostTask>(*this, op, plan);
   }
-  size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.chunk_bytes / esize); }
+  // An operation with no peer to meet (count 0, or a lone rank): start() copies `bytes` from src to dst.
+  std::unique_ptr<CollTask> localTask(const OpContext& op, TaskPlan& plan, const void* src, void* dst, size_t bytes) {
+    plan.local = true;
+    plan.local_src = static_cast<const std::byte*>(src);
+    plan.local_dst = static_cast<std::byte*>(dst);
+    plan.local_bytes = bytes;
+    return makeTask(op, plan);
+  }
+  size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.fragment_bytes / esize); }
   // A ring reduce-scatter's staging: 2 * kDepth fragments, no larger than a block.
   void stageRing(TaskPlan& plan, const BlockLayout& layout, size_t esize) const {
     plan.staging_slots = 2 * kDepth;
@@ -223,14 +233,14 @@ class RingCollectives final : public Collectives {
   Status failed_;  // GUARDED_BY(failed_mutex_)
 };
 
-// ---- RingTask ------------------------------------------------------------------------------------------
+// ---- HostTask ------------------------------------------------------------------------------------------
 
-RingTask::RingTask(RingCollectives& owner, const OpContext& op, const TaskPlan& plan)
+HostTask::HostTask(HostCollectives& owner, const OpContext& op, const TaskPlan& plan)
     : owner_(owner), op_(op), plan_(plan) {
   owner_.countDirectBytes(plan_.direct_bytes);
 }
 
-RingTask::~RingTask() {
+HostTask::~HostTask() {
   owner_.uncountDirectBytes(plan_.direct_bytes);
   phase_.reset();  // before the slot holding it is handed on
   if (slot_ == nullptr) return;
@@ -239,11 +249,11 @@ RingTask::~RingTask() {
 }
 
 // Tasks start in posting order; the slot is free once the task kMaxTasksInFlight before this one is gone.
-bool RingTask::canStart() const {
+bool HostTask::canStart() const {
   return slot_ == nullptr && !owner_.slotOf(op_.header.seq).busy;
 }
 
-void RingTask::start(const Deadline& deadline) {
+void HostTask::start(const Deadline& deadline) {
   deadline_ = deadline;
   op_.deadline = deadline;
   slot_ = &owner_.slotOf(op_.header.seq);
@@ -252,7 +262,7 @@ void RingTask::start(const Deadline& deadline) {
   op_.sends = &slot_->sends;
   op_.recvs = &slot_->recvs;
   op_.agreement = &slot_->agreement;
-  if (op_.nranks > 1) {
+  if (op_.nranks > 1 && (owner_.checksCalls() || op_.header.kind == OpKind::kBarrier)) {
     start_error_ = header_check_.post(op_);
     exchanges_header_ = true;
   }
@@ -281,7 +291,7 @@ void RingTask::start(const Deadline& deadline) {
 
 // The agreement is polled first. A message of the wrong size (mismatch from the transport) means the
 // ranks called different things: the agreement is then awaited, since it names both calls.
-Result<Progress> RingTask::advance() {
+Result<Progress> HostTask::advance() {
   if (!start_error_.isOk()) return failed(start_error_);
   bool moved = false;
   if (!header_checked_) {
@@ -308,7 +318,7 @@ Result<Progress> RingTask::advance() {
 }
 
 // kDone here means the stages are done; the task may still wait for its header.
-Result<Progress> RingTask::advanceStages() {
+Result<Progress> HostTask::advanceStages() {
   bool moved = false;
   while (!stages_done_) {
     if (!phase_) {
@@ -348,7 +358,7 @@ Result<Progress> RingTask::advanceStages() {
   return Progress::kDone;
 }
 
-Result<bool> RingTask::settleStaging(bool needed) {
+Result<bool> HostTask::settleStaging(bool needed) {
   StagingArena& arena = owner_.arena();
   if (!needed || plan_.staging_slots == 0) {
     staging_settled_ = arena.pass(op_.header.seq);
@@ -362,12 +372,12 @@ Result<bool> RingTask::settleStaging(bool needed) {
   return true;
 }
 
-Status RingTask::failed(Status status) {
+Status HostTask::failed(Status status) {
   owner_.fail(op_, status);
   return status;
 }
 
-std::string RingTask::waitingFor() const {
+std::string HostTask::waitingFor() const {
   std::string header = exchanges_header_ ? header_check_.waitingFor(op_) : std::string();
   std::string stage = phase_ ? phase_->waitingFor()
                       : !staging_settled_ && slot_ != nullptr
@@ -378,11 +388,11 @@ std::string RingTask::waitingFor() const {
   return header + " and " + stage;
 }
 
-void RingTask::abandon(const Status& status) {
+void HostTask::abandon(const Status& status) {
   owner_.fail(op_, status);
 }
 
-PhasePtr RingTask::startStage(Stage stage) {
+PhasePtr HostTask::startStage(Stage stage) {
   switch (stage) {
     case Stage::kDirect: {
       // Results stream past the cache when this one is large or many are in flight (direct_kernels.h).
@@ -400,9 +410,9 @@ PhasePtr RingTask::startStage(Stage stage) {
   return nullptr;  // unreachable: every stage is handled above
 }
 
-// ---- RingCollectives -----------------------------------------------------------------------------------
+// ---- HostCollectives -----------------------------------------------------------------------------------
 
-Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void* sendbuf, void* recvbuf,
+Result<std::unique_ptr<CollTask>> HostCollectives::postReduceScatter(const void* sendbuf, void* recvbuf,
                                                                      size_t recvcount, psdp_dtype_t dtype,
                                                                      psdp_op_t op_kind) {
   PSDP_RETURN_IF_ERROR(checkUsable());
@@ -412,13 +422,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
   TaskPlan plan;
   plan.reduce.kernel = kernel;
   plan.reduce.elem_size = esize;
-  if (recvcount == 0 || params_.nranks == 1) {
-    plan.local = true;
-    plan.local_src = static_cast<const std::byte*>(sendbuf);
-    plan.local_dst = static_cast<std::byte*>(recvbuf);
-    plan.local_bytes = recvcount * esize;
-    return makeTask(op, plan);
-  }
+  if (recvcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, recvcount * esize);
   // Recursive halving keeps half the buffer of partial sums in one staging slot.
   chooseRecursive(plan, recvcount * static_cast<size_t>(params_.nranks) * esize, /*power_of_two_only=*/true,
                   recvcount * static_cast<size_t>(params_.nranks / 2) * esize);
@@ -452,7 +456,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postReduceScatter(const void*
                     plan.bytes);
 }
 
-Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+Result<std::unique_ptr<CollTask>> HostCollectives::postAllGather(const void* sendbuf, void* recvbuf, size_t sendcount,
                                                                  psdp_dtype_t dtype) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   if (dtypeSize(dtype) == 0) return Status::unsupported("all-gather of dtype {}", static_cast<int>(dtype));
@@ -460,13 +464,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sen
   const size_t esize = dtypeSize(dtype);
   TaskPlan plan;
   plan.reduce.elem_size = esize;
-  if (sendcount == 0 || params_.nranks == 1) {
-    plan.local = true;
-    plan.local_src = static_cast<const std::byte*>(sendbuf);
-    plan.local_dst = static_cast<std::byte*>(recvbuf);
-    plan.local_bytes = sendcount * esize;
-    return makeTask(op, plan);
-  }
+  if (sendcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, sendcount * esize);
   chooseRecursive(plan, sendcount * static_cast<size_t>(params_.nranks) * esize, /*power_of_two_only=*/true,
                   /*staging_bytes=*/0);
   if (plan.recursive) {
@@ -490,7 +488,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllGather(const void* sen
 
 // Reduce-scatter over nearly equal blocks leaves this rank's block of the sum in recvbuf; all-gather then
 // spreads every block from there. In place, the input blocks are only read (partial sums live in staging).
-Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sendbuf, void* recvbuf, size_t count,
+Result<std::unique_ptr<CollTask>> HostCollectives::postAllReduce(const void* sendbuf, void* recvbuf, size_t count,
                                                                  psdp_dtype_t dtype, psdp_op_t op_kind) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("all-reduce", dtype, op_kind));
@@ -501,13 +499,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
   TaskPlan plan;
   plan.reduce.kernel = kernel;
   plan.reduce.elem_size = esize;
-  if (count == 0 || params_.nranks == 1) {
-    plan.local = true;
-    plan.local_src = input;
-    plan.local_dst = output;
-    plan.local_bytes = count * esize;
-    return makeTask(op, plan);
-  }
+  if (count == 0 || params_.nranks == 1) return localTask(op, plan, input, output, count * esize);
   // Recursive doubling receives the partner's whole vector into one staging slot.
   chooseRecursive(plan, count * esize, /*power_of_two_only=*/false, count * esize);
   if (plan.recursive) {
@@ -531,7 +523,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postAllReduce(const void* sen
   return withDirect(op, plan, {OpKind::kAllReduce, input, output, count, esize, kernel}, plan.bytes);
 }
 
-Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sendbuf, void* recvbuf, size_t count,
+Result<std::unique_ptr<CollTask>> HostCollectives::postBroadcast(const void* sendbuf, void* recvbuf, size_t count,
                                                                  psdp_dtype_t dtype, int root) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   if (dtypeSize(dtype) == 0) return Status::unsupported("broadcast of dtype {}", static_cast<int>(dtype));
@@ -544,13 +536,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sen
   const size_t esize = dtypeSize(dtype);
   TaskPlan plan;
   plan.reduce.elem_size = esize;
-  if (count == 0 || params_.nranks == 1) {
-    plan.local = true;
-    plan.local_src = static_cast<const std::byte*>(sendbuf);
-    plan.local_dst = static_cast<std::byte*>(recvbuf);
-    plan.local_bytes = count * esize;
-    return makeTask(op, plan);
-  }
+  if (count == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, count * esize);
   plan.broadcast = {
       root, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count, esize, fragElems(esize)};
   plan.stages[plan.nstages++] = Stage::kBroadcast;
@@ -564,7 +550,7 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBroadcast(const void* sen
   return withDirect(op, plan, direct, count * esize);
 }
 
-Result<std::unique_ptr<CollTask>> RingCollectives::postBarrier() {
+Result<std::unique_ptr<CollTask>> HostCollectives::postBarrier() {
   PSDP_RETURN_IF_ERROR(checkUsable());
   // The agreement every operation runs is a dissemination barrier: nothing else to do.
   return makeTask(beginOp(OpHeader{OpKind::kBarrier}), TaskPlan{});
@@ -572,13 +558,13 @@ Result<std::unique_ptr<CollTask>> RingCollectives::postBarrier() {
 
 // A failed operation may have left transfers posted on the shared completions and tag space; running
 // another one on top could match its messages or reset its completions under the transport.
-Status RingCollectives::checkUsable() const {
+Status HostCollectives::checkUsable() const {
   std::lock_guard lock(failed_mutex_);
   if (failed_.isOk()) return Status::ok();
   return Status::make(failed_.code(), "collectives unusable after an earlier failure: {}", failed_.message());
 }
 
-OpContext RingCollectives::beginOp(OpHeader header) {
+OpContext HostCollectives::beginOp(OpHeader header) {
   OpContext op;
   op.transport = &transport_;
   op.rank = params_.rank;
@@ -592,7 +578,7 @@ OpContext RingCollectives::beginOp(OpHeader header) {
 // Deterministic mode and a forced ring come first; then whether rhd applies at all (rank count, staging);
 // then the size threshold, unless rhd is forced. `staging_bytes` is the largest vector rhd would hold in
 // one staging slot (0: none).
-void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only,
+void HostCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only,
                                       size_t staging_bytes) const {
   plan.bytes = bytes;
   plan.recursive = false;
@@ -602,7 +588,7 @@ void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_o
     plan.choice = Choice::kForcedRing;
   } else if (power_of_two_only && !isPowerOfTwo(params_.nranks)) {
     plan.choice = Choice::kNotPowerOfTwo;
-  } else if (staging_bytes > params_.chunk_bytes) {
+  } else if (staging_bytes > params_.fragment_bytes) {
     plan.choice = Choice::kExceedsStaging;
   } else if (params_.algorithm == PSDP_ALGORITHM_RHD) {
     plan.choice = Choice::kForcedRhd;
@@ -615,7 +601,7 @@ void RingCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_o
 
 // The planned stages stay behind the direct phase as its fallback. Premul-sum never runs direct: a rank
 // reducing another rank's input would need that rank's scalar.
-std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args,
+std::unique_ptr<CollTask> HostCollectives::withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args,
                                                       size_t bytes) {
   const bool allowed = params_.algorithm == PSDP_ALGORITHM_DIRECT ||
                        (params_.algorithm == PSDP_ALGORITHM_AUTO && bytes > params_.rhd_max_bytes);
@@ -639,13 +625,13 @@ std::unique_ptr<CollTask> RingCollectives::withDirect(const OpContext& op, TaskP
 // one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Every rank sees the same outcomes
 // (the decision is a function of all offers) and applies them at the same points of the sequence (when the
 // task kMaxTasksInFlight later starts in the same slot), so every rank skips the same operations.
-bool RingCollectives::skipDirect() {
+bool HostCollectives::skipDirect() {
   if (params_.algorithm == PSDP_ALGORITHM_DIRECT || direct_skips_left_ == 0) return false;
   --direct_skips_left_;
   return true;
 }
 
-void RingCollectives::applyDirectOutcome(DirectOutcome outcome) {
+void HostCollectives::applyDirectOutcome(DirectOutcome outcome) {
   switch (outcome) {
     case DirectOutcome::kNone:
     case DirectOutcome::kFellBackTransient: return;
@@ -657,7 +643,7 @@ void RingCollectives::applyDirectOutcome(DirectOutcome outcome) {
   }
 }
 
-DirectOutcome RingCollectives::directOutcome(const OpContext& op, bool ran, bool transient) {
+DirectOutcome HostCollectives::directOutcome(const OpContext& op, bool ran, bool transient) {
   if (!direct_.cmaFailure().isOk() && !cma_failure_logged_) {
     cma_failure_logged_ = true;
     log().info(
@@ -687,7 +673,7 @@ DirectOutcome RingCollectives::directOutcome(const OpContext& op, bool ran, bool
   return outcome;
 }
 
-void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
+void HostCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
   // The reason is formatted only when it will be printed: no allocation per operation otherwise.
   if (!log().should_log(spdlog::level::debug)) return;
   std::string why;
@@ -715,7 +701,7 @@ void RingCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool t
               fragElems(dtypeSize(op.header.dtype)), kDepth, why);
 }
 
-void RingCollectives::fail(const OpContext& op, const Status& status) {
+void HostCollectives::fail(const OpContext& op, const Status& status) {
   std::lock_guard lock(failed_mutex_);
   if (!status.isOk() && failed_.isOk()) {
     failed_ = status;
@@ -756,15 +742,18 @@ Result<std::unique_ptr<Collectives>> Collectives::create(transport::Transport& t
   if (params.nranks < 1 || params.rank < 0 || params.rank >= params.nranks) {
     return Status::invalidArgument("rank {} of {} ranks", params.rank, params.nranks);
   }
-  if (params.chunk_bytes < kMinChunkBytes) {
-    return Status::invalidArgument("chunk of {} bytes, below the minimum of {}", params.chunk_bytes, kMinChunkBytes);
+  if (params.fragment_bytes < kMinFragmentBytes) {
+    return Status::invalidArgument("fragment of {} bytes, below the minimum of {}", params.fragment_bytes,
+                                   kMinFragmentBytes);
   }
   // Posting a task then allocates nothing: its memory is made now, and its stages run in its task slot.
-  Recycled<RingTask>::prime(params.max_tasks);
-  const size_t ring_task_bytes = 2 * kDepth * StagingArena::slotStride(params.chunk_bytes);
+  Recycled<HostTask>::prime(params.max_tasks);
+  const size_t ring_task_bytes = 2 * kDepth * StagingArena::slotStride(params.fragment_bytes);
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
-                        StagingArena::create(kStagedRingTasks * ring_task_bytes, kMaxTasksInFlight));
-  return std::unique_ptr<Collectives>(std::make_unique<RingCollectives>(transport, params, std::move(arena)));
+                        StagingArena::create(kStagedHostTasks * ring_task_bytes, kMaxTasksInFlight));
+  PSDP_ASSIGN_OR_RETURN(DirectChannel::TileMemory tiles, DirectChannel::TileMemory::allocate());
+  return std::unique_ptr<Collectives>(
+      std::make_unique<HostCollectives>(transport, params, std::move(arena), std::move(tiles)));
 }
 
 }  // namespace psdp::coll

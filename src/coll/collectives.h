@@ -26,17 +26,20 @@ inline constexpr size_t kDefaultRhdMaxBytes = size_t{256} << 10;
 struct CollParams {
   int rank = 0;
   int nranks = 1;
-  size_t chunk_bytes = 1 << 20;  // fragment size of pipelined transfers; at least kMinChunkBytes
-  uint32_t context_id = 0;       // distinguishes communicators that share a transport; low 16 bits kept (tag.h)
-  Logger log;                    // null: the process logger
+  size_t fragment_bytes = 1 << 20;  // fragment size of pipelined transfers; at least kMinFragmentBytes
+  uint32_t context_id = 0;          // distinguishes communicators that share a transport; low 16 bits kept (tag.h)
+  Logger log;                       // null: the process logger
   // PSDP_ALGORITHM: auto chooses by size (below); ring or rhd force one where it applies.
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
-  // PSDP_DETERMINISTIC: every collective uses the ring, whose result does not depend on chunk_bytes,
+  // PSDP_DETERMINISTIC: every collective uses the ring, whose result does not depend on fragment_bytes,
   // algorithm or rhd_max_bytes.
   bool deterministic = false;
   // Auto: all-reduce, reduce-scatter and all-gather of at most this many bytes (the whole buffer) use
   // recursive halving/doubling where it applies. Measured with psdp-perf (README, "Collectives").
   size_t rhd_max_bytes = kDefaultRhdMaxBytes;
+  // PSDP_CHECK: every operation agrees its header across ranks (coll/op_header_check.h); false: only barriers
+  // run the agreement, which is all they do.
+  bool check_calls = true;
   // Every rank runs on one host (core's placements): operations above rhd_max_bytes (any size with
   // PSDP_ALGORITHM=direct) first find out whether they can run direct (coll/direct_phase.h).
   bool single_host = false;
@@ -76,7 +79,7 @@ class CollTask {
 };
 
 // Below this a fragment could not hold one element of every dtype with room to spare.
-inline constexpr size_t kMinChunkBytes = 64;
+inline constexpr size_t kMinFragmentBytes = 64;
 
 // True for the (dtype, op) pairs the reduction kernels implement.
 bool isReductionSupported(psdp_dtype_t dtype, psdp_op_t op);
@@ -96,8 +99,8 @@ const char* opName(psdp_op_t op);
 // or destroying this object.
 class Collectives {
  public:
-  // Errors: invalid argument (rank outside [0, nranks), chunk_bytes below kMinChunkBytes), system (the
-  // staging memory, 8 * chunk_bytes, cannot be allocated).
+  // Errors: invalid argument (rank outside [0, nranks), fragment_bytes below kMinFragmentBytes), system (the
+  // staging memory, 8 * fragment_bytes, cannot be allocated).
   static Result<std::unique_ptr<Collectives>> create(transport::Transport& transport, const CollParams& params);
   virtual ~Collectives() = default;
 

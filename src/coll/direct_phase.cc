@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
 #include <string>
+#include <utility>
 
 #include "coll/ring_schedule.h"
 #include "transport/cross_memory.h"
@@ -23,11 +23,10 @@ constexpr size_t kDirectSliceBytes = size_t{4} << 20;
 // few enough that segments their owners have freed do not pin much memory here for long.
 constexpr size_t kMinCachedSegments = 64;
 
-// Allocated and touched once, like all staging memory.
+// Allocated and touched once, like all staging memory; null when out of memory.
 std::byte* allocateTile() {
   void* tile = std::aligned_alloc(64, kDirectCmaTileBytes);
-  if (tile == nullptr) throw std::bad_alloc();
-  std::memset(tile, 0, kDirectCmaTileBytes);
+  if (tile != nullptr) std::memset(tile, 0, kDirectCmaTileBytes);
   return static_cast<std::byte*>(tile);
 }
 
@@ -35,12 +34,21 @@ using PeerCompletion = transport::Completion DirectSlot::Peer::*;
 
 }  // namespace
 
-DirectChannel::DirectChannel(int nranks)
+Result<DirectChannel::TileMemory> DirectChannel::TileMemory::allocate() {
+  TileMemory tiles;
+  tiles.result.reset(allocateTile());
+  tiles.read.reset(allocateTile());
+  if (!tiles.result || !tiles.read) {
+    return Status::system("allocating 2 tiles of {} bytes for direct collectives: out of memory", kDirectCmaTileBytes);
+  }
+  return tiles;
+}
+
+DirectChannel::DirectChannel(int nranks, TileMemory tiles)
     : peers_(new Peer[static_cast<size_t>(nranks)]),
       nranks_(nranks),
       segments_(std::max(kMinCachedSegments, 4 * static_cast<size_t>(nranks))),
-      result_tile_(allocateTile()),
-      read_tile_(allocateTile()) {}
+      tiles_(std::move(tiles)) {}
 
 DirectSlot::DirectSlot(int nranks)
     : peers_(new Peer[static_cast<size_t>(nranks)]),

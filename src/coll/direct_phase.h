@@ -48,7 +48,21 @@ struct DirectArgs {
 // driving thread at a time).
 class DirectChannel {
  public:
-  explicit DirectChannel(int nranks);
+  // The two tiles of DirectTiles, allocated and touched once.
+  class TileMemory {
+   public:
+    // Errors: system (out of memory).
+    static Result<TileMemory> allocate();
+
+   private:
+    friend class DirectChannel;
+    struct Free {
+      void operator()(std::byte* p) const { std::free(p); }
+    };
+    std::unique_ptr<std::byte, Free> result, read;
+  };
+
+  DirectChannel(int nranks, TileMemory tiles);
 
   struct Peer {
     transport::ProcessIdentity process;  // from its latest offer; pid 0 until one has arrived
@@ -58,7 +72,7 @@ class DirectChannel {
   Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
   const Peer& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
   transport::PeerSegmentMap& segments() { return segments_; }
-  DirectTiles tiles() const { return {result_tile_.get(), read_tile_.get()}; }
+  DirectTiles tiles() const { return {tiles_.result.get(), tiles_.read.get()}; }
 
   // What this rank knows of its CMA reads of the other processes. The first failure stops all trying.
   CmaReach cmaReach(int self_rank) const;
@@ -66,15 +80,10 @@ class DirectChannel {
   const Status& cmaFailure() const { return cma_failure_; }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
-  };
-
   std::unique_ptr<Peer[]> peers_;
   int nranks_;
   transport::PeerSegmentMap segments_;
-  std::unique_ptr<std::byte, Free> result_tile_;
-  std::unique_ptr<std::byte, Free> read_tile_;
+  TileMemory tiles_;
   Status cma_failure_;
 };
 

@@ -30,29 +30,15 @@
 // 512-bit vectors for the loops GCC vectorises itself too (its generic tuning may prefer 256 bits).
 #pragma GCC target("avx2,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,prefer-vector-width=512")
 
+#include "coll/reduce_kernels_f16c.h"
 #include "coll/reduce_kernels_loops.h"
 
 namespace psdp::coll {
 namespace {
 
-// Plain GCC vectors: __m256 and __m512 themselves carry may_alias, which GCC drops (with a warning) from
-// template arguments.
-typedef float F32x8 __attribute__((vector_size(32)));
+// A plain GCC vector, like F32x8 (reduce_kernels_f16c.h): __m512 itself carries may_alias, which GCC drops
+// (with a warning) from template arguments.
 typedef float F32x16 __attribute__((vector_size(64)));
-
-// 256-bit, not 512-bit: the conversions are the bottleneck and on AMD Zen 4 (which executes 512-bit
-// operations as two halves) the 256-bit forms measured faster.
-struct Fp16x8 {
-  static constexpr size_t kCount = 8;
-  using Vec = F32x8;
-  static Vec broadcast(float x) { return _mm256_set1_ps(x); }
-  // vcvtph2ps is exact, and quiets a signalling NaN as fp16ToFloat does.
-  static Vec load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  // Round to nearest even whatever MXCSR says; NaN handling matches floatToFp16 (half.h).
-  static void store(uint16_t* p, Vec v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-};
 
 // Two 16-float vectors as one: elementwise ops on both halves (select is found by argument-dependent lookup
 // from the ops of reduce_kernels_loops.h).
@@ -122,6 +108,8 @@ struct Bf16x32Native : Bf16x32 {
 
 }  // namespace
 
+// float16 goes 8 lanes at a time (Fp16x8, 256-bit), not 16: the conversions are the bottleneck and on AMD
+// Zen 4 (which executes 512-bit operations as two halves) the 256-bit forms measured faster.
 constinit const KernelFnTable kAvx512KernelFns = makeKernelFnTable<Fp16x8, Bf16x32>();
 constinit const KernelFnTable kAvx512Bf16KernelFns = makeKernelFnTable<Fp16x8, Bf16x32Native>();
 

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "base/trace.h"
+#include "core/agreed_settings.h"
 #include "topo/numa_binding.h"
 
 namespace psdp::core {
@@ -50,16 +51,22 @@ Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
   PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, Context::create(rank_, nranks_, config_.progress_mode, log_));
   PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, context->transport().localAddress());
   log_->debug("rendezvous at {} as rank {} of {}", id.address(), rank_, nranks_);
-  std::vector<std::byte> payload = self.isOk() ? packRankPayload(address, self.value()) : rejectedRankPayload();
+  std::vector<std::byte> payload =
+      self.isOk() ? packRankPayload(address, agreedSettingsOf(config_), self.value()) : rejectedRankPayload();
   PSDP_ASSIGN_OR_RETURN(auto payloads, exchangeViaRoot(id, rank_, nranks_, payload, config_, deadline, log_));
   PSDP_RETURN_IF_ERROR(self.status());
   std::vector<std::vector<std::byte>> addresses;
+  std::vector<AgreedSettings> settings;
   std::vector<topo::RankDescriptor> descriptors;
   for (int r = 0; r < nranks_; ++r) {
     PSDP_ASSIGN_OR_RETURN(RankPayload unpacked, unpackRankPayload(payloads[r], r));
     addresses.push_back(std::move(unpacked.address));
+    settings.push_back(unpacked.settings);
     descriptors.push_back(std::move(unpacked.descriptor));
   }
+  std::vector<int> ranks(static_cast<size_t>(nranks_));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  PSDP_RETURN_IF_ERROR(checkAgreedSettings(settings, ranks));
   PSDP_RETURN_IF_ERROR(adoptPlacements(Placements::create(std::move(descriptors))));
   // The transport's and the driver's progress threads start here and inherit this thread's binding, and
   // the staging memory is first touched here: all of them land on the rank's NUMA node.
@@ -67,9 +74,7 @@ Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
   log_->debug("NUMA binding of the progress threads and staging: {}", binding.outcome());
   PSDP_RETURN_IF_ERROR(context->connect(addresses, deadline));
   trace::start(config_.trace_file, rank_);
-  std::vector<int> members(static_cast<size_t>(nranks_));
-  std::iota(members.begin(), members.end(), 0);
-  return joinContext(std::move(context), /*team_id=*/0, std::move(members));
+  return joinContext(std::move(context), /*team_id=*/0, std::move(ranks));
 }
 
 Status Communicator::adoptPlacements(Result<Placements> placements) {
@@ -89,9 +94,10 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   PSDP_ASSIGN_OR_RETURN(transport::ContextId context_id, context_->joinTeam(team_id));
   joined_ = true;
   team_ = std::make_unique<transport::TeamTransport>(context_->transport(), context_id, std::move(members), rank_);
-  coll::CollParams coll_params{rank_, nranks_, config_.chunk_bytes, context_id, log_};
+  coll::CollParams coll_params{rank_, nranks_, config_.fragment_bytes, context_id, log_};
   coll_params.algorithm = config_.algorithm;
   coll_params.deterministic = config_.deterministic;
+  coll_params.check_calls = config_.check_calls;
   coll_params.single_host = placements_.mapping().hosts.size() == 1;
   // The queue holds at most max_in_flight; one more is made before its post waits for room.
   coll_params.max_tasks = config_.max_in_flight + 1;

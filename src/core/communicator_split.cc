@@ -7,14 +7,16 @@
 #include <numeric>
 #include <optional>
 
+#include "core/agreed_settings.h"
 #include "core/communicator.h"
 #include "topo/numa_binding.h"
 
 namespace psdp::core {
 namespace {
 
-// What each parent rank says in the split's first all-gather.
-enum SplitField { kColor, kKey, kOwnContext, kNextTeamId, kSplitFields };
+// What each parent rank says in the split's first all-gather: then its settings for the child
+// (AgreedSettings), which the members of a color must share.
+enum SplitField { kColor, kKey, kOwnContext, kNextTeamId, kSettings, kSplitFields = kSettings + kAgreedSettingsWords };
 
 // The parent ranks that chose `color`, ordered by (key, parent rank). table: kSplitFields per rank.
 std::vector<int> membersOf(const std::vector<int64_t>& table, int color) {
@@ -39,6 +41,8 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
   const bool own_context = color != PSDP_SPLIT_NOCOLOR &&
                            (!child_config.split_share || child_config.progress_mode != context_->progressMode());
   int64_t mine[kSplitFields] = {color, key, own_context ? 1 : 0, static_cast<int64_t>(context_->nextTeamId())};
+  const AgreedSettings child_settings = agreedSettingsOf(child_config);
+  std::copy(child_settings.begin(), child_settings.end(), mine + kSettings);
   std::vector<int64_t> table(kSplitFields * static_cast<size_t>(nranks_));
   PSDP_RETURN_IF_ERROR(allGather(mine, table.data(), kSplitFields, PSDP_INT64));
   bool any_own = false;
@@ -54,7 +58,13 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     // The parent's logger: its lines carry the parent rank, unique per process, and PSDP_LOG_FILE's %r
     // keeps naming one file per process.
     child.reset(new Communicator(child_rank, static_cast<int>(members.size()), child_config, log_));
-    local = child->adoptPlacements(placements_.subset(members));
+    std::vector<AgreedSettings> settings(members.size());
+    for (size_t i = 0; i < members.size(); ++i) {
+      const int64_t* row = table.data() + static_cast<size_t>(members[i]) * kSplitFields + kSettings;
+      std::copy(row, row + kAgreedSettingsWords, settings[i].begin());
+    }
+    local = checkAgreedSettings(settings, members).withContext(fmt::format("split color {} (parent ranks)", color));
+    if (local.isOk()) local = child->adoptPlacements(placements_.subset(members));
     // The child's staging (and threads, with a context of its own) go on the NUMA node of its own placement,
     // which can differ from the parent's where unbound ranks are spread over the nodes.
     if (local.isOk()) binding.emplace(child->placements_.placement(child_rank).numa_node);

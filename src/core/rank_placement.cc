@@ -54,13 +54,16 @@ Result<topo::RankDescriptor> describeThisRank(const Config& config, const Logger
   return topo::describeRank(topology.value(), std::move(host_id), config.gpu_bus_id, cpu_numa);
 }
 
-std::vector<std::byte> packRankPayload(std::span<const std::byte> address, const topo::RankDescriptor& descriptor) {
+std::vector<std::byte> packRankPayload(std::span<const std::byte> address, const AgreedSettings& settings,
+                                       const topo::RankDescriptor& descriptor) {
   std::vector<std::byte> descriptor_bytes = topo::encodeDescriptor(descriptor);
   auto length = static_cast<uint32_t>(address.size());
-  std::vector<std::byte> payload(sizeof(length) + address.size() + descriptor_bytes.size());
+  std::vector<std::byte> payload(sizeof(length) + address.size() + kAgreedSettingsBytes + descriptor_bytes.size());
   std::byte* out = payload.data();
   for (size_t i = 0; i < sizeof(length); ++i) *out++ = static_cast<std::byte>((length >> (8 * i)) & 0xff);
   out = std::copy(address.begin(), address.end(), out);
+  encodeAgreedSettings(settings, out);
+  out += kAgreedSettingsBytes;
   std::copy(descriptor_bytes.begin(), descriptor_bytes.end(), out);
   return payload;
 }
@@ -77,13 +80,16 @@ Result<RankPayload> unpackRankPayload(std::span<const std::byte> payload, int ra
     return Status::invalidArgument(
         "rank {} could not describe where it runs (PSDP_TOPO_FILE or PSDP_GPU_BUS_ID; its own error says which)", rank);
   }
-  if (payload.size() - sizeof(length) < length) {
-    return Status::remote("rank {} sent a rendezvous payload shorter than its address ({} bytes)", rank, length);
+  if (payload.size() - sizeof(length) < size_t{length} + kAgreedSettingsBytes) {
+    return Status::remote("rank {} sent a rendezvous payload shorter than its address ({} bytes) and settings", rank,
+                          length);
   }
   RankPayload out;
   auto address = payload.subspan(sizeof(length), length);
   out.address.assign(address.begin(), address.end());
-  Result<topo::RankDescriptor> descriptor = topo::decodeDescriptor(payload.subspan(sizeof(length) + length));
+  out.settings = decodeAgreedSettings(payload.data() + sizeof(length) + length);
+  Result<topo::RankDescriptor> descriptor =
+      topo::decodeDescriptor(payload.subspan(sizeof(length) + length + kAgreedSettingsBytes));
   if (!descriptor.isOk()) {
     return Status::remote("rank {} sent a malformed placement descriptor: {}", rank, descriptor.status().message());
   }

@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "core/agreed_settings.h"
 #include "topo/mapper.h"
 #include "topo/rank_descriptor.h"
 
@@ -24,8 +25,9 @@ namespace psdp::core {
 // id alone and the rank is placed CPU-only (logged).
 Result<topo::RankDescriptor> describeThisRank(const Config& config, const Logger& log);
 
-// The rendezvous payload: the transport address, then the descriptor.
-std::vector<std::byte> packRankPayload(std::span<const std::byte> address, const topo::RankDescriptor& descriptor);
+// The rendezvous payload: the transport address, the settings every rank must share, then the descriptor.
+std::vector<std::byte> packRankPayload(std::span<const std::byte> address, const AgreedSettings& settings,
+                                       const topo::RankDescriptor& descriptor);
 
 // What a rank sends when it could not describe itself (a bad PSDP_TOPO_FILE or PSDP_GPU_BUS_ID): it still
 // takes part in the rendezvous, so that the others fail at once instead of at their timeout.
@@ -33,6 +35,7 @@ std::vector<std::byte> rejectedRankPayload();
 
 struct RankPayload {
   std::vector<std::byte> address;
+  AgreedSettings settings{};
   topo::RankDescriptor descriptor;
 };
 // Errors: invalid argument naming `rank` when it sent rejectedRankPayload(); remote, naming it, when its

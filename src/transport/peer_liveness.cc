@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <utility>
 
 namespace psdp::transport {
 namespace {
@@ -16,28 +17,24 @@ int pidfdOpen(uint32_t pid) {
 
 }  // namespace
 
-PeerLiveness::~PeerLiveness() {
-  for (int fd : fds_) ::close(fd);
-}
-
 Status PeerLiveness::watch(int peer, const ProcessIdentity& identity) {
   if (!ProcessIdentity::self().isOtherLocalProcess(identity)) return Status::ok();
-  int fd = pidfdOpen(identity.pid);
-  if (fd < 0) {
+  UniqueFd fd(pidfdOpen(identity.pid));
+  if (!fd.valid()) {
     if (errno == ESRCH) return Status::remote("peer {} (pid {} on this host) has already exited", peer, identity.pid);
     // ENOSYS (kernel before 5.3), EPERM (seccomp): fall back to the transport's own detection.
     return Status::ok();
   }
   watches_.push_back(Watch{peer, identity.pid});
-  fds_.push_back(fd);
-  poll_set_.push_back(pollfd{.fd = fd, .events = POLLIN, .revents = 0});
+  poll_set_.push_back(pollfd{.fd = fd.get(), .events = POLLIN, .revents = 0});
+  fds_.push_back(std::move(fd));
   return Status::ok();
 }
 
 std::vector<int> PeerLiveness::activeFds() const {
   std::vector<int> fds;
   for (size_t i = 0; i < watches_.size(); ++i) {
-    if (!watches_[i].reported) fds.push_back(fds_[i]);
+    if (!watches_[i].reported) fds.push_back(fds_[i].get());
   }
   return fds;
 }

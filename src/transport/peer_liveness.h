@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "base/raii.h"
 #include "base/status.h"
 #include "transport/process_identity.h"
 
@@ -16,7 +17,6 @@ namespace psdp::transport {
 class PeerLiveness {
  public:
   PeerLiveness() = default;
-  ~PeerLiveness();
   PeerLiveness(const PeerLiveness&) = delete;
   PeerLiveness& operator=(const PeerLiveness&) = delete;
 
@@ -53,7 +53,7 @@ class PeerLiveness {
   bool pollExited();
 
   std::vector<Watch> watches_;
-  std::vector<int> fds_;          // fds_[i] belongs to watches_[i]
+  std::vector<UniqueFd> fds_;     // fds_[i] belongs to watches_[i]
   std::vector<pollfd> poll_set_;  // the same fds, ready for poll()
 };
 

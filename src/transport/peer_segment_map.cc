@@ -7,14 +7,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <string>
+#include <utility>
 
 #include "base/raii.h"
 
 namespace psdp::transport {
-
-PeerSegmentMap::~PeerSegmentMap() {
-  for (const Mapping& mapping : mappings_) munmap(mapping.base, mapping.bytes);
-}
 
 Result<std::byte*> PeerSegmentMap::map(const ProcessIdentity& owner, const SegmentRef& ref, size_t bytes) {
   if (ref.offset > ref.bytes || bytes > ref.bytes - ref.offset) {
@@ -24,18 +21,19 @@ Result<std::byte*> PeerSegmentMap::map(const ProcessIdentity& owner, const Segme
   ++clock_;
   for (Mapping& mapping : mappings_) {
     if (mapping.pid == owner.pid && mapping.id == ref.id) {
-      if (ref.bytes > mapping.bytes) {
-        return Status::mismatch("shared segment {} of pid {} is {} bytes, not {}", ref.id, owner.pid, mapping.bytes,
-                                ref.bytes);
+      if (ref.bytes > mapping.memory.size()) {
+        return Status::mismatch("shared segment {} of pid {} is {} bytes, not {}", ref.id, owner.pid,
+                                mapping.memory.size(), ref.bytes);
       }
       mapping.last_use = clock_;
-      return mapping.base + ref.offset;
+      return mapping.memory.data() + ref.offset;
     }
   }
   PSDP_ASSIGN_OR_RETURN(Mapping mapping, open(owner, ref));
   if (mappings_.size() >= capacity_) evictOldest();
-  mappings_.push_back(mapping);
-  return mapping.base + ref.offset;
+  std::byte* base = mapping.memory.data();
+  mappings_.push_back(std::move(mapping));
+  return base + ref.offset;
 }
 
 Result<PeerSegmentMap::Mapping> PeerSegmentMap::open(const ProcessIdentity& owner, const SegmentRef& ref) const {
@@ -56,14 +54,13 @@ Result<PeerSegmentMap::Mapping> PeerSegmentMap::open(const ProcessIdentity& owne
   // inside the first operation would slow it down several times.
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd.get(), 0);
   if (base == MAP_FAILED) return Status::fromErrno(errno, fmt::format("mapping {} ({} bytes)", path, bytes));
-  return Mapping{owner.pid, ref.id, static_cast<std::byte*>(base), bytes, clock_};
+  return Mapping{owner.pid, ref.id, UniqueMapping(base, bytes), clock_};
 }
 
 void PeerSegmentMap::evictOldest() {
   auto oldest = std::min_element(mappings_.begin(), mappings_.end(),
                                  [](const Mapping& a, const Mapping& b) { return a.last_use < b.last_use; });
   if (oldest == mappings_.end()) return;
-  munmap(oldest->base, oldest->bytes);
   mappings_.erase(oldest);
 }
 

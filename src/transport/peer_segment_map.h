@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/raii.h"
 #include "base/status.h"
 #include "transport/process_identity.h"
 #include "transport/shared_segment.h"
@@ -19,7 +20,6 @@ namespace psdp::transport {
 class PeerSegmentMap {
  public:
   explicit PeerSegmentMap(size_t capacity) : capacity_(capacity) {}
-  ~PeerSegmentMap();
   PeerSegmentMap(const PeerSegmentMap&) = delete;
   PeerSegmentMap& operator=(const PeerSegmentMap&) = delete;
 
@@ -35,8 +35,7 @@ class PeerSegmentMap {
   struct Mapping {
     uint32_t pid;
     uint64_t id;
-    std::byte* base;
-    size_t bytes;
+    UniqueMapping memory;
     uint64_t last_use;
   };
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <utility>
 
 #include "base/raii.h"
 
@@ -16,8 +17,8 @@ namespace {
 
 struct Segment {
   uint64_t id;
-  int fd;
-  size_t bytes;
+  UniqueFd fd;
+  UniqueMapping memory;
 };
 
 // Segments by start address. Leaked on purpose: a buffer may be freed by a static destructor of the
@@ -29,18 +30,20 @@ class SegmentTable {
     return *table;
   }
 
-  uint64_t add(std::byte* base, int fd, size_t bytes) {
+  uint64_t add(UniqueFd fd, UniqueMapping memory) {
     std::lock_guard lock(mutex_);
     uint64_t id = ++last_id_;
-    segments_.emplace(base, Segment{id, fd, bytes});
+    std::byte* base = memory.data();
+    segments_.emplace(base, Segment{id, std::move(fd), std::move(memory)});
     return id;
   }
 
+  // The segment's owners leave the table with it: the caller unmaps and closes it by dropping it.
   std::optional<Segment> remove(std::byte* base) {
     std::lock_guard lock(mutex_);
     auto it = segments_.find(base);
     if (it == segments_.end()) return std::nullopt;
-    Segment segment = it->second;
+    Segment segment = std::move(it->second);
     segments_.erase(it);
     return segment;
   }
@@ -53,8 +56,9 @@ class SegmentTable {
     const std::byte* base = it->first;
     const Segment& segment = it->second;
     size_t offset = static_cast<size_t>(ptr - base);
-    if (offset > segment.bytes || bytes > segment.bytes - offset) return std::nullopt;
-    return SegmentRef{segment.id, segment.fd, segment.bytes, offset};
+    const size_t size = segment.memory.size();
+    if (offset > size || bytes > size - offset) return std::nullopt;
+    return SegmentRef{segment.id, segment.fd.get(), size, offset};
   }
 
  private:
@@ -86,20 +90,19 @@ Result<void*> allocateSharedSegment(size_t bytes) {
   }
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (base == MAP_FAILED) return Status::fromErrno(errno, fmt::format("mapping a shared buffer of {} bytes", size));
+  UniqueMapping memory(base, size);
   // Advice before the first touch, so that the pages can be huge where shmem huge pages are enabled; then
   // every page is touched now, not by an operation.
   if (size >= kHugePage) madvise(base, size, MADV_HUGEPAGE);
   std::memset(base, 0, size);
-  SegmentTable::instance().add(static_cast<std::byte*>(base), fd.release(), size);
+  SegmentTable::instance().add(std::move(fd), std::move(memory));
   return base;
 }
 
 Status freeSharedSegment(void* ptr) {
   std::optional<Segment> segment = SegmentTable::instance().remove(static_cast<std::byte*>(ptr));
   if (!segment) return Status::invalidArgument("{} is not a live buffer of psdp_mem_alloc", ptr);
-  munmap(ptr, segment->bytes);
-  close(segment->fd);
-  return Status::ok();
+  return Status::ok();  // dropping it unmaps and closes it
 }
 
 std::optional<SegmentRef> findSharedSegment(const void* ptr, size_t bytes) {

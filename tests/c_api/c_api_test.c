@@ -17,7 +17,7 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, magic) == 8);
   CHECK(offsetof(psdp_config_t, version) == 12);
   CHECK(offsetof(psdp_config_t, timeout_s) == 16);
-  CHECK(offsetof(psdp_config_t, chunk_bytes) == 24);
+  CHECK(offsetof(psdp_config_t, fragment_bytes) == 24);
   CHECK(offsetof(psdp_config_t, log_level) == 32);
   CHECK(offsetof(psdp_config_t, log_file) == 40);
   CHECK(offsetof(psdp_config_t, socket_ifname) == 48);
@@ -30,7 +30,8 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, gpu_bus_id) == 96);
   CHECK(offsetof(psdp_config_t, max_in_flight) == 104);
   CHECK(offsetof(psdp_config_t, split_share) == 108);
-  CHECK(sizeof(psdp_config_t) == 112);
+  CHECK(offsetof(psdp_config_t, check) == 112);
+  CHECK(sizeof(psdp_config_t) == 120);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
 }
 

@@ -62,9 +62,9 @@ void checkSameOnEveryRank(psdp_comm_h parent, const std::vector<unsigned char>& 
   }
 }
 
-psdp_comm_h splitWith(psdp_comm_h parent, size_t chunk_bytes, psdp_algorithm_t algorithm, int deterministic) {
+psdp_comm_h splitWith(psdp_comm_h parent, size_t fragment_bytes, psdp_algorithm_t algorithm, int deterministic) {
   psdp_config_t config = PSDP_CONFIG_INITIALIZER;
-  config.chunk_bytes = chunk_bytes;
+  config.fragment_bytes = fragment_bytes;
   config.algorithm = algorithm;
   config.deterministic = deterministic;
   psdp_comm_h child = nullptr;

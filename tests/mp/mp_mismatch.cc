@@ -128,6 +128,33 @@ int main() {
     report.check(s == PSDP_SUCCESS, name + ": the parent is unaffected: " + why(parent, s));
     if (rank == 0) std::printf("%s: %.3f s: %s\n", name.c_str(), seconds, error.c_str());
   }
+  // Settings that decide the messages must match too: the last rank asks for a child without the call
+  // check, then with another fragment size. Every rank's split fails naming the setting and both ranks.
+  struct SettingCase {
+    const char* variable;
+    void (*odd_config)(psdp_config_t*);
+  };
+  const SettingCase settings[] = {
+      {"PSDP_CHECK", [](psdp_config_t* c) { c->check = PSDP_CHECK_OFF; }},
+      {"PSDP_FRAGMENT_BYTES", [](psdp_config_t* c) { c->fragment_bytes = 4096; }},
+  };
+  for (const SettingCase& setting : settings) {
+    const std::string name = std::string("settings: ") + setting.variable;
+    psdp_config_t config = PSDP_CONFIG_INITIALIZER;
+    if (odd) setting.odd_config(&config);
+    psdp_comm_h child = nullptr;
+    psdp_status_t s = psdp_comm_split(parent, 0, rank, &config, &child);
+    std::string error = psdp_get_last_error(parent);
+    report.check(s == PSDP_ERR_MISMATCH, name + ": the split fails with mismatch: " + why(parent, s));
+    report.check(child == nullptr, name + ": no child is returned");
+    const std::string odd_rank = "rank " + std::to_string(nranks - 1);
+    report.check(contains(error, setting.variable) && contains(error, "rank 0") && contains(error, odd_rank),
+                 name + ": the error names the setting, rank 0 and " + odd_rank + ": " + error);
+    if (child != nullptr) psdp_comm_destroy(child);
+    s = psdp_barrier(parent, nullptr);
+    report.check(s == PSDP_SUCCESS, name + ": the parent is unaffected: " + why(parent, s));
+    if (rank == 0) std::printf("%s: %s\n", name.c_str(), error.c_str());
+  }
   std::printf("rank %d: worst time to the mismatch error %.3f s\n", rank, worst);
   report.check(psdp_comm_finalize(parent) == PSDP_SUCCESS, "parent finalize");
   report.check(psdp_comm_destroy(parent) == PSDP_SUCCESS, "parent destroy");

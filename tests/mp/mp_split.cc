@@ -92,7 +92,7 @@ int main() {
   g_report.check(s == PSDP_SUCCESS && parity != nullptr, "split even/odd: " + why(parent, s));
   // Blocks of two, with a config of its own.
   psdp_config_t config = PSDP_CONFIG_INITIALIZER;
-  config.chunk_bytes = 4096;
+  config.fragment_bytes = 4096;
   psdp_comm_h pairs = nullptr;
   s = psdp_comm_split(parent, pairBlock(g_rank), g_rank, &config, &pairs);
   g_report.check(s == PSDP_SUCCESS && pairs != nullptr, "split blocks: " + why(parent, s));

@@ -25,7 +25,7 @@ TEST(ConfigTest, DefaultsComeFromTheTable) {
   auto c = Config::resolve(nullptr, MapEnvironment());
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   EXPECT_EQ(c.value().timeout_s, 600);
-  EXPECT_EQ(c.value().chunk_bytes, size_t{1} << 20);
+  EXPECT_EQ(c.value().fragment_bytes, size_t{1} << 20);
   EXPECT_EQ(c.value().log_level, PSDP_LOG_WARN);
   EXPECT_EQ(c.value().progress_mode, PSDP_PROGRESS_THREAD);
   EXPECT_EQ(c.value().port_range.lo, 29600);
@@ -35,14 +35,14 @@ TEST(ConfigTest, DefaultsComeFromTheTable) {
 
 TEST(ConfigTest, EnvironmentOverridesDefault) {
   MapEnvironment env({{"PSDP_TIMEOUT", "2.5"},
-                      {"PSDP_CHUNK_BYTES", "64K"},
+                      {"PSDP_FRAGMENT_BYTES", "64K"},
                       {"PSDP_LOG_LEVEL", "debug"},
                       {"PSDP_PORT_RANGE", "40000-40010"},
                       {"PSDP_PROGRESS", "caller"}});
   auto c = Config::resolve(nullptr, env);
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   EXPECT_EQ(c.value().timeout_s, 2.5);
-  EXPECT_EQ(c.value().chunk_bytes, 64u << 10);
+  EXPECT_EQ(c.value().fragment_bytes, 64u << 10);
   EXPECT_EQ(c.value().log_level, PSDP_LOG_DEBUG);
   EXPECT_EQ(c.value().port_range.lo, 40000);
   EXPECT_EQ(c.value().progress_mode, PSDP_PROGRESS_CALLER);
@@ -54,26 +54,42 @@ TEST(ConfigTest, CallerFieldOverridesEnvironment) {
   psdp_config_t user = PSDP_CONFIG_INITIALIZER;
   user.timeout_s = 7;
   user.log_file = "/tmp/psdp-%r.log";
-  MapEnvironment env({{"PSDP_TIMEOUT", "3"}, {"PSDP_LOG_FILE", "/other"}, {"PSDP_CHUNK_BYTES", "4096"}});
+  MapEnvironment env({{"PSDP_TIMEOUT", "3"}, {"PSDP_LOG_FILE", "/other"}, {"PSDP_FRAGMENT_BYTES", "4096"}});
   auto c = Config::resolve(&user, env);
   ASSERT_TRUE(c.isOk()) << c.status().toString();
   EXPECT_EQ(c.value().timeout_s, 7);
   EXPECT_EQ(c.value().log_file, "/tmp/psdp-%r.log");
-  EXPECT_EQ(c.value().chunk_bytes, 4096u);  // unset in the struct: the environment wins over the default
+  EXPECT_EQ(c.value().fragment_bytes, 4096u);  // unset in the struct: the environment wins over the default
   EXPECT_EQ(c.value().sources[indexOf("PSDP_TIMEOUT")], ParamSource::kConfig);
-  EXPECT_EQ(c.value().sources[indexOf("PSDP_CHUNK_BYTES")], ParamSource::kEnv);
+  EXPECT_EQ(c.value().sources[indexOf("PSDP_FRAGMENT_BYTES")], ParamSource::kEnv);
+}
+
+// A renamed variable is still read under its old name, and the new name wins when both are set.
+TEST(ConfigTest, RenamedVariableStillWorks) {
+  auto old_only = Config::resolve(nullptr, envOf({{"PSDP_CHUNK_BYTES", "64K"}}));
+  ASSERT_TRUE(old_only.isOk()) << old_only.status().toString();
+  EXPECT_EQ(old_only.value().fragment_bytes, 64u << 10);
+  EXPECT_EQ(old_only.value().sources[indexOf("PSDP_FRAGMENT_BYTES")], ParamSource::kEnv);
+
+  auto both = Config::resolve(nullptr, envOf({{"PSDP_CHUNK_BYTES", "64K"}, {"PSDP_FRAGMENT_BYTES", "8K"}}));
+  ASSERT_TRUE(both.isOk()) << both.status().toString();
+  EXPECT_EQ(both.value().fragment_bytes, 8u << 10);
+
+  auto bad = Config::resolve(nullptr, envOf({{"PSDP_CHUNK_BYTES", "12Q"}}));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().toString().find("PSDP_CHUNK_BYTES"), std::string::npos) << bad.status().toString();
 }
 
 TEST(ConfigTest, OlderCallerStructIsBackfilled) {
   // A caller compiled when psdp_config_t ended before log_level: later fields must not be read.
   psdp_config_t user = PSDP_CONFIG_INITIALIZER;
   user.size = offsetof(psdp_config_t, log_level);
-  user.chunk_bytes = 8192;
+  user.fragment_bytes = 8192;
   user.log_level = 12345;  // beyond the caller's size: garbage that must be ignored
   user.progress_mode = 999;
   auto c = Config::resolve(&user, envOf({{"PSDP_LOG_LEVEL", "info"}}));
   ASSERT_TRUE(c.isOk()) << c.status().toString();
-  EXPECT_EQ(c.value().chunk_bytes, 8192u);
+  EXPECT_EQ(c.value().fragment_bytes, 8192u);
   EXPECT_EQ(c.value().log_level, PSDP_LOG_INFO);
   EXPECT_EQ(c.value().progress_mode, PSDP_PROGRESS_THREAD);
 }
@@ -82,9 +98,9 @@ TEST(ConfigTest, BadValuesNameTheVariableOrField) {
   struct Case {
     const char* env;
     const char* value;
-  } cases[] = {{"PSDP_TIMEOUT", "soon"},       {"PSDP_TIMEOUT", "-1"},     {"PSDP_TIMEOUT", "0"},
-               {"PSDP_CHUNK_BYTES", "12Q"},    {"PSDP_CHUNK_BYTES", "16"}, {"PSDP_CHUNK_BYTES", "99999999999G"},
-               {"PSDP_LOG_LEVEL", "loud"},     {"PSDP_PORT_RANGE", "9-1"}, {"PSDP_PORT_RANGE", "0-10"},
+  } cases[] = {{"PSDP_TIMEOUT", "soon"},       {"PSDP_TIMEOUT", "-1"},        {"PSDP_TIMEOUT", "0"},
+               {"PSDP_FRAGMENT_BYTES", "12Q"}, {"PSDP_FRAGMENT_BYTES", "16"}, {"PSDP_FRAGMENT_BYTES", "99999999999G"},
+               {"PSDP_LOG_LEVEL", "loud"},     {"PSDP_PORT_RANGE", "9-1"},    {"PSDP_PORT_RANGE", "0-10"},
                {"PSDP_PORT_RANGE", "1-70000"}, {"PSDP_PROGRESS", "spin"}};
   for (const Case& c : cases) {
     auto r = Config::resolve(nullptr, envOf({{c.env, c.value}}));

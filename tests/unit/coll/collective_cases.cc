@@ -117,8 +117,9 @@ const char* modeName(psdp_progress_mode_t mode) {
   return mode == PSDP_PROGRESS_CALLER ? "caller" : "thread";
 }
 
-void runRank(UcxWorld& world, const std::vector<CollCase>& cases, size_t chunk_bytes, uint32_t context_id, int rank) {
-  CollParams params{rank, world.size(), chunk_bytes, context_id, nullptr};
+void runRank(UcxWorld& world, const std::vector<CollCase>& cases, size_t fragment_bytes, uint32_t context_id,
+             int rank) {
+  CollParams params{rank, world.size(), fragment_bytes, context_id, nullptr};
   auto created = Collectives::create(world.transport(rank), params);
   if (!created.isOk()) {
     ADD_FAILURE() << "rank " << rank << ": " << created.status().toString();
@@ -126,8 +127,8 @@ void runRank(UcxWorld& world, const std::vector<CollCase>& cases, size_t chunk_b
   }
   Collectives& coll = *created.value();
   for (const CollCase& c : cases) {
-    std::string where = fmt::format("{} ranks ({} progress), chunk {} bytes, rank {}, {}", world.size(),
-                                    modeName(world.mode()), chunk_bytes, rank, caseName(c));
+    std::string where = fmt::format("{} ranks ({} progress), fragment {} bytes, rank {}, {}", world.size(),
+                                    modeName(world.mode()), fragment_bytes, rank, caseName(c));
     Outcome outcome = runCase(coll, c, rank, world.size());
     if (!outcome.status.isOk()) {
       ADD_FAILURE() << where << ": " << outcome.status.toString();
@@ -158,18 +159,18 @@ std::vector<CollCase> combineCases(std::span<const CaseKind> kinds, std::span<co
   return cases;
 }
 
-void runCases(UcxWorld& world, const std::vector<CollCase>& cases, std::span<const size_t> chunk_sizes) {
-  for (size_t i = 0; i < chunk_sizes.size(); ++i) {
+void runCases(UcxWorld& world, const std::vector<CollCase>& cases, std::span<const size_t> fragment_sizes) {
+  for (size_t i = 0; i < fragment_sizes.size(); ++i) {
     // A context id per Collectives, as two communicators sharing a transport would have.
     auto context_id = static_cast<uint32_t>(i);
-    world.runRanks([&](int rank) { runRank(world, cases, chunk_sizes[i], context_id, rank); });
+    world.runRanks([&](int rank) { runRank(world, cases, fragment_sizes[i], context_id, rank); });
   }
 }
 
 void runBarriers(UcxWorld& world, int rounds) {
   std::vector<std::atomic<int>> entered(static_cast<size_t>(rounds));
   world.runRanks([&](int rank) {
-    CollParams params{rank, world.size(), kMinChunkBytes, 100, nullptr};
+    CollParams params{rank, world.size(), kMinFragmentBytes, 100, nullptr};
     auto created = Collectives::create(world.transport(rank), params);
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     for (size_t round = 0; round < entered.size(); ++round) {

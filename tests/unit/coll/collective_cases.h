@@ -27,10 +27,10 @@ std::string caseName(const CollCase& c);
 // Every combination of `kinds` x `counts` x {float32, int32} x {out of place, in place}.
 std::vector<CollCase> combineCases(std::span<const CaseKind> kinds, std::span<const size_t> counts);
 
-// Runs every case on every rank, once per chunk size, each rank with its own Collectives per chunk size.
+// Runs every case on every rank, once per fragment size, each rank with its own Collectives per fragment size.
 // Failures are reported through gtest; a rank stops at its first failed collective (the others then
 // time out once, and stop too).
-void runCases(UcxWorld& world, const std::vector<CollCase>& cases, std::span<const size_t> chunk_sizes);
+void runCases(UcxWorld& world, const std::vector<CollCase>& cases, std::span<const size_t> fragment_sizes);
 
 // `rounds` barriers on every rank; after each, every rank must see that all ranks entered it.
 void runBarriers(UcxWorld& world, int rounds);

@@ -11,7 +11,7 @@ namespace psdp::coll::test {
 namespace {
 
 constexpr std::array<size_t, 1> kCounts = {1000003};
-constexpr std::array<size_t, 2> kChunkBytes = {1024, 1 << 20};
+constexpr std::array<size_t, 2> kFragmentBytes = {1024, 1 << 20};
 constexpr std::array<CaseKind, 3> kKinds = {CaseKind::kReduceScatter, CaseKind::kAllGather, CaseKind::kAllReduce};
 
 class CollectivesLongTest : public ::testing::TestWithParam<psdp_progress_mode_t> {
@@ -24,7 +24,7 @@ class CollectivesLongTest : public ::testing::TestWithParam<psdp_progress_mode_t
     for (const CollCase& c : combineCases(kKinds, kCounts)) {
       if (c.in_place == (c.dtype == PSDP_INT32)) cases.push_back(c);
     }
-    runCases(*world, cases, kChunkBytes);
+    runCases(*world, cases, kFragmentBytes);
   }
 };
 

@@ -19,7 +19,7 @@ enum class Kind { kReduceScatter, kAllGather, kAllReduce, kBarrier };
 
 // 100003 elements spread over many 1 KiB fragments and several rounds per block even at 7 ranks.
 constexpr std::array<size_t, 5> kCounts = {0, 1, 7, 1000, 100003};
-constexpr std::array<size_t, 2> kChunkBytes = {1024, 1 << 20};
+constexpr std::array<size_t, 2> kFragmentBytes = {1024, 1 << 20};
 
 class CollectivesTest : public ::testing::TestWithParam<Kind> {
  protected:
@@ -33,7 +33,7 @@ class CollectivesTest : public ::testing::TestWithParam<Kind> {
     CaseKind kind = GetParam() == Kind::kReduceScatter ? CaseKind::kReduceScatter
                     : GetParam() == Kind::kAllGather   ? CaseKind::kAllGather
                                                        : CaseKind::kAllReduce;
-    runCases(*world, combineCases(std::array{kind}, kCounts), kChunkBytes);
+    runCases(*world, combineCases(std::array{kind}, kCounts), kFragmentBytes);
   }
 };
 
@@ -156,9 +156,9 @@ TEST(CollectivesCreateTest, RejectsABadRankOrATinyChunk) {
   transport::Transport& transport = world.value()->transport(0);
   EXPECT_EQ(Collectives::create(transport, CollParams{1, 1, 1024, 0, nullptr}).status().code(),
             PSDP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(Collectives::create(transport, CollParams{0, 1, kMinChunkBytes - 1, 0, nullptr}).status().code(),
+  EXPECT_EQ(Collectives::create(transport, CollParams{0, 1, kMinFragmentBytes - 1, 0, nullptr}).status().code(),
             PSDP_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(Collectives::create(transport, CollParams{0, 1, kMinChunkBytes, 0, nullptr}).isOk());
+  EXPECT_TRUE(Collectives::create(transport, CollParams{0, 1, kMinFragmentBytes, 0, nullptr}).isOk());
 }
 
 // Every built-in (dtype, op) runs; an op value that is neither built in nor a live premul-sum op of this

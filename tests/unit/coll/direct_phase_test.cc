@@ -17,7 +17,7 @@ ProcessIdentity anotherProcessHere() {
 }
 
 TEST(DirectChannelTest, CmaIsUnknownUntilEveryOtherProcessWasRead) {
-  DirectChannel channel(3);
+  DirectChannel channel(3, DirectChannel::TileMemory::allocate().value());
   EXPECT_EQ(channel.cmaReach(0), CmaReach::kUnknown) << "no offer seen yet";
   channel.peer(1).process = ProcessIdentity::self();
   channel.peer(2).process = anotherProcessHere();
@@ -27,7 +27,7 @@ TEST(DirectChannelTest, CmaIsUnknownUntilEveryOtherProcessWasRead) {
 }
 
 TEST(DirectChannelTest, PeersOfThisProcessOrBeyondCmaLeaveNothingToLearn) {
-  DirectChannel channel(3);
+  DirectChannel channel(3, DirectChannel::TileMemory::allocate().value());
   channel.peer(1).process = ProcessIdentity::self();
   ProcessIdentity elsewhere = anotherProcessHere();
   elsewhere.pid_namespace ^= 1;  // another pid namespace: CMA could not name it
@@ -36,7 +36,7 @@ TEST(DirectChannelTest, PeersOfThisProcessOrBeyondCmaLeaveNothingToLearn) {
 }
 
 TEST(DirectChannelTest, AFailedReadSaysNoForGood) {
-  DirectChannel channel(2);
+  DirectChannel channel(2, DirectChannel::TileMemory::allocate().value());
   channel.peer(1).process = anotherProcessHere();
   channel.peer(1).cma_verified = true;
   channel.cmaFailed(Status::system("process_vm_readv: Operation not permitted"));

@@ -17,7 +17,7 @@ namespace psdp::coll::test {
 namespace {
 
 constexpr double kOpSeconds = 60;
-constexpr size_t kChunkBytes = 1024;
+constexpr size_t kFragmentBytes = 1024;
 constexpr size_t kCounts[] = {1, 7, 1000};
 
 enum class OpCase { kSum, kProd, kMin, kMax, kAvg, kPremul };
@@ -139,7 +139,7 @@ std::string runOne(Ctx& ctx, psdp_dtype_t d, OpCase c, size_t count, bool all_re
 }
 
 void runRank(UcxWorld& world, int rank, uint32_t context_id) {
-  CollParams params{rank, world.size(), kChunkBytes, context_id, nullptr};
+  CollParams params{rank, world.size(), kFragmentBytes, context_id, nullptr};
   auto created = Collectives::create(world.transport(rank), params);
   ASSERT_TRUE(created.isOk()) << created.status().toString();
   Ctx ctx{*created.value(), rank, world.size()};
@@ -178,7 +178,7 @@ TEST(ReduceOpsTest, StaleOrMismatchedPremulOpIsInvalidAndHarmless) {
   UcxWorld* world = sharedWorld(2, PSDP_PROGRESS_THREAD);
   ASSERT_NE(world, nullptr);
   world->runRanks([&](int rank) {
-    CollParams params{rank, world->size(), kChunkBytes, 201, nullptr};
+    CollParams params{rank, world->size(), kFragmentBytes, 201, nullptr};
     auto created = Collectives::create(world->transport(rank), params);
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     Collectives& coll = *created.value();

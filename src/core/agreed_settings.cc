@@ -1,0 +1,83 @@
+#include "core/agreed_settings.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace psdp::core {
+namespace {
+
+struct Setting {
+  const char* variable;
+  std::string (*show)(int64_t value);
+};
+
+std::string showNumber(int64_t value) {
+  return fmt::format("{}", value);
+}
+
+std::string showAlgorithm(int64_t value) {
+  switch (value) {
+    case PSDP_ALGORITHM_AUTO: return "auto";
+    case PSDP_ALGORITHM_RING: return "ring";
+    case PSDP_ALGORITHM_RHD: return "rhd";
+    case PSDP_ALGORITHM_DIRECT: return "direct";
+    default: return fmt::format("{}", value);
+  }
+}
+
+std::string showFlag(int64_t value) {
+  return value != 0 ? "1" : "0";
+}
+
+std::string showCheck(int64_t value) {
+  return value != 0 ? "full" : "off";
+}
+
+// In the order of AgreedSettings.
+constexpr Setting kSettings[kAgreedSettingsWords] = {
+    {"PSDP_FRAGMENT_BYTES", showNumber},
+    {"PSDP_ALGORITHM", showAlgorithm},
+    {"PSDP_DETERMINISTIC", showFlag},
+    {"PSDP_CHECK", showCheck},
+};
+
+}  // namespace
+
+AgreedSettings agreedSettingsOf(const Config& config) {
+  return {static_cast<int64_t>(config.fragment_bytes), static_cast<int64_t>(config.algorithm),
+          config.deterministic ? 1 : 0, config.check_calls ? 1 : 0};
+}
+
+Status checkAgreedSettings(std::span<const AgreedSettings> settings, std::span<const int> ranks) {
+  for (size_t field = 0; field < kAgreedSettingsWords; ++field) {
+    for (size_t i = 1; i < settings.size(); ++i) {
+      if (settings[i][field] == settings[0][field]) continue;
+      const Setting& s = kSettings[field];
+      return Status::mismatch(
+          "{} differs between ranks: rank {} has {}, rank {} has {} (every rank of a "
+          "communicator must set it alike)",
+          s.variable, ranks[0], s.show(settings[0][field]), ranks[i], s.show(settings[i][field]));
+    }
+  }
+  return Status::ok();
+}
+
+void encodeAgreedSettings(const AgreedSettings& settings, std::byte* out) {
+  for (int64_t word : settings) {
+    auto bits = static_cast<uint64_t>(word);
+    for (size_t i = 0; i < sizeof(bits); ++i) *out++ = static_cast<std::byte>((bits >> (8 * i)) & 0xff);
+  }
+}
+
+AgreedSettings decodeAgreedSettings(const std::byte* in) {
+  AgreedSettings settings{};
+  for (int64_t& word : settings) {
+    uint64_t bits = 0;
+    for (size_t i = 0; i < sizeof(bits); ++i) bits |= static_cast<uint64_t>(*in++) << (8 * i);
+    word = static_cast<int64_t>(bits);
+  }
+  return settings;
+}
+
+}  // namespace psdp::core

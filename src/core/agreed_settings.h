@@ -1,0 +1,32 @@
+// The settings every rank of a communicator must share, because they decide which messages its collectives
+// exchange: the fragment size, the algorithm choice, deterministic mode and the call check. Ranks that
+// differ would wait for messages the others never send, or read fragments cut differently; so each rank
+// sends its settings with the rendezvous (init) or the split's all-gather, and every rank compares them
+// before any collective runs.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "base/config.h"
+#include "base/status.h"
+
+namespace psdp::core {
+
+inline constexpr size_t kAgreedSettingsWords = 4;
+using AgreedSettings = std::array<int64_t, kAgreedSettingsWords>;
+
+AgreedSettings agreedSettingsOf(const Config& config);
+
+// Errors: mismatch naming the first setting (by its variable) that differs from `ranks[0]`'s, the ranks and
+// their values. settings[i] belongs to ranks[i] (ranks as the error names them).
+Status checkAgreedSettings(std::span<const AgreedSettings> settings, std::span<const int> ranks);
+
+// The settings as bytes (little-endian words), for the rendezvous payload.
+inline constexpr size_t kAgreedSettingsBytes = kAgreedSettingsWords * sizeof(int64_t);
+void encodeAgreedSettings(const AgreedSettings& settings, std::byte* out);
+AgreedSettings decodeAgreedSettings(const std::byte* in);
+
+}  // namespace psdp::core

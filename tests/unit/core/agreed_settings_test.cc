@@ -1,0 +1,55 @@
+// The settings every rank of a communicator must share: they survive the rendezvous encoding, and a
+// difference is named by its variable, both ranks and both values.
+#include "core/agreed_settings.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <vector>
+
+namespace psdp::core {
+namespace {
+
+TEST(AgreedSettingsTest, EncodingRoundTrips) {
+  Config config = Config::defaults();
+  config.fragment_bytes = 65536;
+  config.algorithm = PSDP_ALGORITHM_DIRECT;
+  config.deterministic = true;
+  config.check_calls = false;
+  AgreedSettings settings = agreedSettingsOf(config);
+  std::array<std::byte, kAgreedSettingsBytes> bytes{};
+  encodeAgreedSettings(settings, bytes.data());
+  EXPECT_EQ(decodeAgreedSettings(bytes.data()), settings);
+}
+
+TEST(AgreedSettingsTest, DifferencesNameTheVariableRanksAndValues) {
+  const Config& defaults = Config::defaults();
+  std::vector<AgreedSettings> same(3, agreedSettingsOf(defaults));
+  const std::vector<int> ranks = {4, 5, 7};
+  EXPECT_TRUE(checkAgreedSettings(same, ranks).isOk());
+
+  struct Case {
+    void (*change)(Config&);
+    const char* words[3];
+  };
+  const Case cases[] = {
+      {[](Config& c) { c.fragment_bytes = 4096; }, {"PSDP_FRAGMENT_BYTES", "1048576", "4096"}},
+      {[](Config& c) { c.algorithm = PSDP_ALGORITHM_RING; }, {"PSDP_ALGORITHM", "auto", "ring"}},
+      {[](Config& c) { c.deterministic = true; }, {"PSDP_DETERMINISTIC", "has 0", "has 1"}},
+      {[](Config& c) { c.check_calls = false; }, {"PSDP_CHECK", "full", "off"}},
+  };
+  for (const Case& c : cases) {
+    Config changed = defaults;
+    c.change(changed);
+    std::vector<AgreedSettings> settings = same;
+    settings[2] = agreedSettingsOf(changed);
+    Status status = checkAgreedSettings(settings, ranks);
+    ASSERT_EQ(status.code(), PSDP_ERR_MISMATCH) << c.words[0];
+    for (const char* word : c.words) EXPECT_NE(status.message().find(word), std::string::npos) << status.toString();
+    EXPECT_NE(status.message().find("rank 4 has"), std::string::npos) << status.toString();
+    EXPECT_NE(status.message().find("rank 7 has"), std::string::npos) << status.toString();
+  }
+}
+
+}  // namespace
+}  // namespace psdp::core
