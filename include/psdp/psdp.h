@@ -187,12 +187,14 @@ typedef struct psdp_config {
                                 thread; 0 gives them their own; unset: -1 */
   int check;                 /* PSDP_CHECK: a psdp_check_t, whether every collective first agrees its call
                                 (kind, count, dtype, op, root) across ranks; unset: PSDP_CHECK_UNSET */
+  const char* algorithms;    /* PSDP_ALGORITHMS: rules choosing each call's algorithm by collective, size and
+                                rank count, ahead of the built-in ones (README, "Algorithms"); unset: NULL */
 } psdp_config_t;
 
 #define PSDP_CONFIG_INITIALIZER                                                                             \
   {                                                                                                         \
     sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1, PSDP_CHECK_UNSET            \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1, PSDP_CHECK_UNSET, NULL      \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256
@@ -215,6 +217,14 @@ PSDP_API int psdp_param_count(void);
  * caller) and the current environment. Errors: invalid argument for a bad index, a malformed config or
  * an environment value that does not parse (the message names the variable). Thread-safe. */
 PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, psdp_param_info_t* info_p);
+
+/* The algorithm table a communicator made with `config` (NULL: nothing set by the caller) and the current
+ * environment would use: one rule per line, first match wins, in PSDP_ALGORITHMS syntax followed by
+ * "# <origin>" (PSDP_ALGORITHMS, PSDP_ALGORITHM or built-in). Writes at most *len bytes of it, NUL included,
+ * to buf (buf may be NULL when *len is 0) and sets *len to the bytes the whole text needs. Errors: invalid
+ * argument for a NULL len, a malformed config or a rule that does not parse (the message names it);
+ * truncated output is not an error: compare *len with what you passed. Thread-safe. */
+PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len);
 
 /* ---------------------------------------------------------------------------------------------------
  * Errors

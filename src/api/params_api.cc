@@ -1,11 +1,15 @@
 // The C boundary for the configuration table (what psdp-info prints).
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "api/guard.h"
 #include "base/config.h"
 #include "base/environment.h"
+#include "coll/algorithm_table.h"
 
 using psdp::Config;
+using psdp::Result;
 using psdp::Status;
 
 extern "C" {
@@ -33,6 +37,25 @@ PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, ps
     info.source = psdp::paramSourceName(resolved.sources[index]);
     std::strncpy(info.value, value.c_str(), sizeof(info.value) - 1);
     *info_p = info;
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len) {
+  return psdp::api::guarded(nullptr, [&] {
+    if (len == nullptr) return Status::invalidArgument("len is NULL");
+    if (buf == nullptr && *len != 0) return Status::invalidArgument("buf is NULL but *len is {}", *len);
+    PSDP_ASSIGN_OR_RETURN(Config resolved, Config::resolve(config, psdp::ProcessEnvironment::instance()));
+    Result<psdp::coll::AlgorithmTable> table =
+        psdp::coll::AlgorithmTable::make(resolved.algorithm, resolved.algorithms);
+    if (!table.isOk()) return table.status().withContext("PSDP_ALGORITHMS");
+    std::string text = table.value().format();
+    if (*len > 0) {
+      size_t copied = std::min(*len - 1, text.size());
+      std::memcpy(buf, text.data(), copied);
+      buf[copied] = '\0';
+    }
+    *len = text.size() + 1;
     return Status::ok();
   });
 }

@@ -209,11 +209,12 @@ const ParamSpec kParamTable[] = {
      [](const Config& c) { return std::string(progressModeName(c.progress_mode)); }},
 
     {"algorithm", "PSDP_ALGORITHM", "auto|ring|rhd|direct", "auto",
-     "Collective algorithm: 'auto' picks recursive halving/doubling for small messages (all-reduce that fits "
-     "one staging fragment; reduce-scatter and all-gather on power-of-two rank counts), and for large ones "
-     "the direct algorithm where every rank can reach every other rank's buffers (one host: ranks of one "
-     "process, buffers from psdp_mem_alloc, or CMA reads), else the pipelined ring; 'ring' and 'rhd' force "
-     "one where it applies, 'direct' tries it at every size. Ignored when PSDP_DETERMINISTIC=1.",
+     "Collective algorithm: 'auto' follows the built-in rules (psdp-info --algorithms): recursive "
+     "halving/doubling below 256 KiB (all-reduce that fits one staging fragment; reduce-scatter and all-gather "
+     "on power-of-two rank counts), and above it the direct algorithm where every rank can reach every other "
+     "rank's buffers (one host: ranks of one process, buffers from psdp_mem_alloc, or CMA reads), else the "
+     "pipelined ring; 'ring' and 'rhd' force one where it applies, 'direct' tries it at every size. Rules of "
+     "PSDP_ALGORITHMS come first. Ignored when PSDP_DETERMINISTIC=1.",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, algorithm) || u.algorithm == PSDP_ALGORITHM_UNSET) return std::nullopt;
        const char* name = algorithmName(static_cast<psdp_algorithm_t>(u.algorithm));
@@ -229,6 +230,19 @@ const ParamSpec kParamTable[] = {
        return Status::invalidArgument("'{}' is not one of auto, ring, rhd, direct", text);
      },
      [](const Config& c) { return std::string(algorithmName(c.algorithm)); }},
+
+    {"algorithms", "PSDP_ALGORITHMS", "rules", "",
+     "Rules choosing the algorithm of each call ahead of the built-in ones (psdp-info --algorithms prints the "
+     "table in force): ';'-separated <collective>:<min>-<max>=<ring|rhd|direct>[,option=value...], collective "
+     "all-reduce, reduce-scatter, all-gather, broadcast or *, sizes of the whole buffer from min up to max "
+     "(exclusive, empty: no bound), options ranks=<min>-<max>, fallback=ring|rhd, cma=0|1, stream=0|1, "
+     "fragment=<bytes>, depth=<n>. The first matching rule decides; checked at init. All ranks must agree.",
+     [](const psdp_config_t& u) { return PSDP_USER_HAS(u, algorithms) ? userString(u.algorithms) : std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       c.algorithms = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.algorithms; }},
 
     {"deterministic", "PSDP_DETERMINISTIC", "0|1", "0",
      "1: every reduction uses the ring, whose order of operations depends only on the element count and the "

@@ -4,10 +4,11 @@
 // single rank) is done in start(). Up to kMaxTasksInFlight tasks run at once, each in a task slot of its own
 // (completions, agreement messages, direct-phase state) and with staging claimed in sequence order from the
 // communicator's arena (coll/staging_arena.h); their messages are kept apart by their sequence numbers. Blocking calls
-// post a task and drive it here; core's engine drives posted ones. The algorithm is chosen at post time
-// (chooseRecursive): recursive halving/doubling for small messages, where the ring's n-1 latencies per pass dominate,
-// the ring otherwise. On one host, larger operations first try the direct algorithm (withDirect, coll/direct_phase.h),
-// and the planned stages run only if some rank's buffers turn out unreachable.
+// post a task and drive it here; core's engine drives posted ones. The algorithm is chosen at post time by the
+// communicator's table (coll/algorithm_table.h, chooseAlgorithm): by default recursive halving/doubling for small
+// messages, where the ring's n-1 latencies per pass dominate, the ring otherwise; on one host, larger operations first
+// try the direct algorithm (withDirect, coll/direct_phase.h), and the planned stages run only if some rank's buffers
+// turn out unreachable.
 #include "coll/collectives.h"
 
 #include <algorithm>
@@ -33,10 +34,6 @@
 namespace psdp::coll {
 namespace {
 
-// Fragments in flight per direction, and fragments of a block per ring round: enough to keep a link busy
-// while a fragment is being reduced. A ring reduce-scatter stages 2 * kDepth fragments (receive and send
-// slots, see ring_reduce_scatter.cc).
-constexpr int kDepth = 4;
 // The staging arena holds this many ring reduce-scatters of full fragments at once; smaller operations
 // (fragments bounded by their blocks, halving/doubling of at most one fragment) fit more.
 constexpr int kStagedHostTasks = 2;
@@ -60,12 +57,8 @@ enum class Stage {
 
 // Why an operation runs the algorithm it runs, for the debug log.
 enum class Choice {
-  kRing,            // nothing else implements it (broadcast)
+  kRule,            // its rule's algorithm (or, for direct, its rule's fallback)
   kDeterministic,   // PSDP_DETERMINISTIC=1 fixes the ring
-  kForcedRing,      // PSDP_ALGORITHM=ring
-  kForcedRhd,       // PSDP_ALGORITHM=rhd
-  kBelowThreshold,  // auto, at most rhd_max_bytes
-  kAboveThreshold,  // auto, more than rhd_max_bytes
   kNotPowerOfTwo,   // rhd reduce-scatter and all-gather need a power-of-two rank count
   kExceedsStaging,  // rhd's working vectors must fit one staging slot
 };
@@ -89,9 +82,12 @@ struct TaskPlan {
   // The staging slots the non-direct stages use (0: none), claimed when the first of them starts.
   int staging_slots = 0;
   size_t staging_slot_bytes = 0;
-  Choice choice = Choice::kRing;
-  size_t bytes = 0;         // the whole buffer, as compared with rhd_max_bytes
-  size_t direct_bytes = 0;  // a direct task's buffer, counted in HostCollectives::postedDirectBytes
+  Choice choice = Choice::kRule;
+  const AlgorithmRule* rule = nullptr;  // in the communicator's table
+  size_t bytes = 0;                     // the whole buffer, as the table's ranges measure it
+  size_t fragment_bytes = 0;            // of ring transfers: the rule's, else the communicator's
+  int depth = kDefaultDepth;            // ring fragments in flight per direction
+  size_t direct_bytes = 0;              // a direct task's buffer, counted in HostCollectives::postedDirectBytes
   // A single rank or count 0: start() copies `local_bytes` from local_src to local_dst and finalizes. With
   // several ranks the operation still exchanges its header.
   bool local = false;
@@ -105,9 +101,11 @@ enum class DirectOutcome { kNone, kRan, kFellBack, kFellBackTransient };
 
 // What one running task uses of its communicator besides staging, reused by the tasks that run in it in turn.
 struct TaskSlot {
-  TaskSlot(uint32_t context_id, int nranks) : agreement(context_id, nranks), direct(nranks) {}
-  CompletionRing sends{kDepth};
-  CompletionRing recvs{kDepth};
+  // depth: the table's largest.
+  TaskSlot(uint32_t context_id, int nranks, int depth)
+      : sends(depth), recvs(depth), agreement(context_id, nranks), direct(nranks) {}
+  CompletionRing sends;
+  CompletionRing recvs;
   AgreementChannel agreement;
   DirectSlot direct;
   PhaseStorage phase;  // the running stage's
@@ -160,7 +158,7 @@ class HostCollectives final : public Collectives {
                   DirectChannel::TileMemory tiles)
       : Collectives(transport), params_(params), arena_(std::move(arena)), direct_(params.nranks, std::move(tiles)) {
     for (int i = 0; i < kMaxTasksInFlight; ++i)
-      slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks));
+      slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks, params.algorithms.maxDepth()));
   }
 
   Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -181,7 +179,7 @@ class HostCollectives final : public Collectives {
   // complete in different orders on different ranks: the outcome a decision sees is that of the task that
   // ran in the same slot before (kMaxTasksInFlight operations earlier, complete by then on every rank),
   // applied in sequence order (applyDirectOutcome, when a task starts).
-  bool skipDirect();
+  bool skipDirect(const AlgorithmRule& rule);
   void applyDirectOutcome(DirectOutcome outcome);
   // Logs the outcome of a task that tried and records it in its slot. `transient`: a fallback that says
   // nothing of the next operations (DirectPhase::transient): no backoff.
@@ -209,13 +207,17 @@ class HostCollectives final : public Collectives {
     plan.local_bytes = bytes;
     return makeTask(op, plan);
   }
-  size_t fragElems(size_t esize) const { return std::max<size_t>(1, params_.fragment_bytes / esize); }
-  // A ring reduce-scatter's staging: 2 * kDepth fragments, no larger than a block.
-  void stageRing(TaskPlan& plan, const BlockLayout& layout, size_t esize) const {
-    plan.staging_slots = 2 * kDepth;
-    plan.staging_slot_bytes = std::min(fragElems(esize), layout.maxSize()) * esize;
+  static size_t fragElems(const TaskPlan& plan, size_t esize) {
+    return std::max<size_t>(1, plan.fragment_bytes / esize);
   }
-  void chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only, size_t staging_bytes) const;
+  // A ring reduce-scatter's staging: 2 * depth fragments, no larger than a block.
+  static void stageRing(TaskPlan& plan, const BlockLayout& layout, size_t esize) {
+    plan.staging_slots = 2 * plan.depth;
+    plan.staging_slot_bytes = std::min(fragElems(plan, esize), layout.maxSize()) * esize;
+  }
+  // Finds the call's rule and decides whether it runs recursive halving/doubling (see the definition).
+  enum class RecursiveFit { kAnyRanks, kPowerOfTwo, kNone };
+  void chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes, RecursiveFit fit, size_t staging_bytes) const;
   std::unique_ptr<CollTask> withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args, size_t bytes);
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
@@ -261,6 +263,7 @@ void HostTask::start(const Deadline& deadline) {
   owner_.applyDirectOutcome(std::exchange(slot_->outcome, DirectOutcome::kNone));
   op_.sends = &slot_->sends;
   op_.recvs = &slot_->recvs;
+  op_.ring_depth = plan_.depth;
   op_.agreement = &slot_->agreement;
   if (op_.nranks > 1 && (owner_.checksCalls() || op_.header.kind == OpKind::kBarrier)) {
     start_error_ = header_check_.post(op_);
@@ -284,7 +287,7 @@ void HostTask::start(const Deadline& deadline) {
     stages_done_ = true;
     return;
   }
-  const bool skips_direct = plan_.tries_direct && owner_.skipDirect();
+  const bool skips_direct = plan_.tries_direct && owner_.skipDirect(*plan_.rule);
   if (skips_direct) next_stage_ = 1;
   owner_.logStart(op_, plan_, plan_.tries_direct && !skips_direct);
 }
@@ -424,8 +427,8 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduceScatter(const void*
   plan.reduce.elem_size = esize;
   if (recvcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, recvcount * esize);
   // Recursive halving keeps half the buffer of partial sums in one staging slot.
-  chooseRecursive(plan, recvcount * static_cast<size_t>(params_.nranks) * esize, /*power_of_two_only=*/true,
-                  recvcount * static_cast<size_t>(params_.nranks / 2) * esize);
+  chooseAlgorithm(plan, OpKind::kReduceScatter, recvcount * static_cast<size_t>(params_.nranks) * esize,
+                  RecursiveFit::kPowerOfTwo, recvcount * static_cast<size_t>(params_.nranks / 2) * esize);
   if (plan.recursive) {
     plan.recursive_scatter = {static_cast<const std::byte*>(sendbuf),
                               static_cast<std::byte*>(recvbuf),
@@ -446,7 +449,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduceScatter(const void*
                  static_cast<std::byte*>(recvbuf),
                  layout,
                  esize,
-                 fragElems(esize),
+                 fragElems(plan, esize),
                  kernel};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
   stageRing(plan, layout, esize);
@@ -465,8 +468,8 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postAllGather(const void* sen
   TaskPlan plan;
   plan.reduce.elem_size = esize;
   if (sendcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, sendcount * esize);
-  chooseRecursive(plan, sendcount * static_cast<size_t>(params_.nranks) * esize, /*power_of_two_only=*/true,
-                  /*staging_bytes=*/0);
+  chooseAlgorithm(plan, OpKind::kAllGather, sendcount * static_cast<size_t>(params_.nranks) * esize,
+                  RecursiveFit::kPowerOfTwo, /*staging_bytes=*/0);
   if (plan.recursive) {
     plan.recursive_gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), sendcount,
                              esize};
@@ -478,7 +481,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postAllGather(const void* sen
   }
   BlockLayout layout(sendcount * static_cast<size_t>(params_.nranks), params_.nranks);
   plan.gather = {static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), layout, esize,
-                 fragElems(esize)};
+                 fragElems(plan, esize)};
   plan.stages[plan.nstages++] = Stage::kAllGather;
   return withDirect(op, plan,
                     {OpKind::kAllGather, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
@@ -501,7 +504,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postAllReduce(const void* sen
   plan.reduce.elem_size = esize;
   if (count == 0 || params_.nranks == 1) return localTask(op, plan, input, output, count * esize);
   // Recursive doubling receives the partner's whole vector into one staging slot.
-  chooseRecursive(plan, count * esize, /*power_of_two_only=*/false, count * esize);
+  chooseAlgorithm(plan, OpKind::kAllReduce, count * esize, RecursiveFit::kAnyRanks, count * esize);
   if (plan.recursive) {
     plan.recursive_reduce = {input, output, count, esize, kernel, ReduceKernel{}};
     if (kernel.scalesInput()) {
@@ -515,8 +518,8 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postAllReduce(const void* sen
   }
   BlockLayout layout(count, params_.nranks);
   std::byte* own_block = output + layout.offset(params_.rank) * esize;
-  plan.reduce = {input, own_block, layout, esize, fragElems(esize), kernel};
-  plan.gather = {own_block, output, layout, esize, fragElems(esize)};
+  plan.reduce = {input, own_block, layout, esize, fragElems(plan, esize), kernel};
+  plan.gather = {own_block, output, layout, esize, fragElems(plan, esize)};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
   plan.stages[plan.nstages++] = Stage::kAllGather;
   stageRing(plan, layout, esize);
@@ -537,8 +540,13 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postBroadcast(const void* sen
   TaskPlan plan;
   plan.reduce.elem_size = esize;
   if (count == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, count * esize);
-  plan.broadcast = {
-      root, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf), count, esize, fragElems(esize)};
+  chooseAlgorithm(plan, OpKind::kBroadcast, count * esize, RecursiveFit::kNone, /*staging_bytes=*/0);
+  plan.broadcast = {root,
+                    static_cast<const std::byte*>(sendbuf),
+                    static_cast<std::byte*>(recvbuf),
+                    count,
+                    esize,
+                    fragElems(plan, esize)};
   plan.stages[plan.nstages++] = Stage::kBroadcast;
   DirectArgs direct{OpKind::kBroadcast,
                     static_cast<const std::byte*>(sendbuf),
@@ -575,27 +583,30 @@ OpContext HostCollectives::beginOp(OpHeader header) {
   return op;
 }
 
-// Deterministic mode and a forced ring come first; then whether rhd applies at all (rank count, staging);
-// then the size threshold, unless rhd is forced. `staging_bytes` is the largest vector rhd would hold in
-// one staging slot (0: none).
-void HostCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_of_two_only,
+// The call's rule decides, except that deterministic mode fixes the ring, and recursive halving/doubling
+// (the rule's algorithm, or direct's fallback) runs only where it fits: a power-of-two rank count for
+// reduce-scatter and all-gather, vectors of at most one fragment in a staging slot (`staging_bytes`), and
+// not at all for the broadcast. Elsewhere the ring runs.
+void HostCollectives::chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes, RecursiveFit fit,
                                       size_t staging_bytes) const {
+  const AlgorithmRule& rule = params_.algorithms.find(kind, params_.nranks, bytes);
+  plan.rule = &rule;
   plan.bytes = bytes;
+  plan.fragment_bytes = rule.fragment_bytes != 0 ? rule.fragment_bytes : params_.fragment_bytes;
+  plan.depth = rule.depth != 0 ? rule.depth : kDefaultDepth;
   plan.recursive = false;
+  plan.choice = Choice::kRule;
+  const Algorithm planned = rule.algorithm == Algorithm::kDirect ? rule.fallback : rule.algorithm;
   if (params_.deterministic) {
     plan.choice = Choice::kDeterministic;
-  } else if (params_.algorithm == PSDP_ALGORITHM_RING) {
-    plan.choice = Choice::kForcedRing;
-  } else if (power_of_two_only && !isPowerOfTwo(params_.nranks)) {
+  } else if (planned != Algorithm::kRecursive || fit == RecursiveFit::kNone) {
+    return;
+  } else if (fit == RecursiveFit::kPowerOfTwo && !isPowerOfTwo(params_.nranks)) {
     plan.choice = Choice::kNotPowerOfTwo;
-  } else if (staging_bytes > params_.fragment_bytes) {
+  } else if (staging_bytes > plan.fragment_bytes) {
     plan.choice = Choice::kExceedsStaging;
-  } else if (params_.algorithm == PSDP_ALGORITHM_RHD) {
-    plan.choice = Choice::kForcedRhd;
-    plan.recursive = true;
   } else {
-    plan.recursive = bytes <= params_.rhd_max_bytes;
-    plan.choice = plan.recursive ? Choice::kBelowThreshold : Choice::kAboveThreshold;
+    plan.recursive = true;
   }
 }
 
@@ -603,15 +614,13 @@ void HostCollectives::chooseRecursive(TaskPlan& plan, size_t bytes, bool power_o
 // reducing another rank's input would need that rank's scalar.
 std::unique_ptr<CollTask> HostCollectives::withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args,
                                                       size_t bytes) {
-  const bool allowed = params_.algorithm == PSDP_ALGORITHM_DIRECT ||
-                       (params_.algorithm == PSDP_ALGORITHM_AUTO && bytes > params_.rhd_max_bytes);
-  if (params_.single_host && !params_.deterministic && allowed && !args.kernel.scalesInput() &&
-      static_cast<size_t>(params_.nranks) <= kMaxDirectOutputs) {
+  const AlgorithmRule& rule = *plan.rule;
+  if (rule.algorithm == Algorithm::kDirect && params_.single_host && !params_.deterministic &&
+      !args.kernel.scalesInput() && static_cast<size_t>(params_.nranks) <= kMaxDirectOutputs) {
     plan.direct = args;
-    plan.direct.streaming = bytes >= kDirectStreamingMinBytes;
+    plan.direct.streaming = rule.streaming;
     plan.direct_bytes = bytes;
-    plan.direct.cma = params_.algorithm == PSDP_ALGORITHM_DIRECT || !plan.direct.kernel.isValid() ||
-                      bytes >= kDirectCmaReduceMinBytes;
+    plan.direct.cma = rule.cma;
     plan.tries_direct = true;
     std::copy_backward(plan.stages.begin(), plan.stages.begin() + plan.nstages, plan.stages.begin() + plan.nstages + 1);
     plan.stages[0] = Stage::kDirect;
@@ -622,11 +631,11 @@ std::unique_ptr<CollTask> HostCollectives::withDirect(const OpContext& op, TaskP
 
 // A caller whose buffers are private pays one small-message round per operation for nothing; after each
 // operation that could not run direct the next 1, 2, 4, ... kMaxDirectBackoff ones skip the offers, and
-// one that ran direct resets that (PSDP_ALGORITHM=direct tries every time). Every rank sees the same outcomes
-// (the decision is a function of all offers) and applies them at the same points of the sequence (when the
-// task kMaxTasksInFlight later starts in the same slot), so every rank skips the same operations.
-bool HostCollectives::skipDirect() {
-  if (params_.algorithm == PSDP_ALGORITHM_DIRECT || direct_skips_left_ == 0) return false;
+// one that ran direct resets that (a rule of the user's, PSDP_ALGORITHM=direct included, tries every time). Every rank
+// sees the same outcomes (the decision is a function of all offers) and applies them at the same points of the sequence
+// (when the task kMaxTasksInFlight later starts in the same slot), so every rank skips the same operations.
+bool HostCollectives::skipDirect(const AlgorithmRule& rule) {
+  if (rule.origin != AlgorithmRule().origin || direct_skips_left_ == 0) return false;
   --direct_skips_left_;
   return true;
 }
@@ -676,16 +685,12 @@ DirectOutcome HostCollectives::directOutcome(const OpContext& op, bool ran, bool
 void HostCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
   // The reason is formatted only when it will be printed: no allocation per operation otherwise.
   if (!log().should_log(spdlog::level::debug)) return;
-  std::string why;
+  std::string why = fmt::format(", rule {} ({})", AlgorithmTable::formatRule(*plan.rule), plan.rule->origin);
   switch (plan.choice) {
-    case Choice::kRing: break;
+    case Choice::kRule: break;
     case Choice::kDeterministic: why = ", PSDP_DETERMINISTIC=1"; break;
-    case Choice::kForcedRing: why = ", PSDP_ALGORITHM=ring"; break;
-    case Choice::kForcedRhd: why = ", PSDP_ALGORITHM=rhd"; break;
-    case Choice::kBelowThreshold: why = fmt::format(", {} bytes <= {}", plan.bytes, params_.rhd_max_bytes); break;
-    case Choice::kAboveThreshold: why = fmt::format(", {} bytes > {}", plan.bytes, params_.rhd_max_bytes); break;
-    case Choice::kNotPowerOfTwo: why = ", rhd needs a power-of-two rank count"; break;
-    case Choice::kExceedsStaging: why = ", rhd's vectors exceed one staging fragment"; break;
+    case Choice::kNotPowerOfTwo: why += ", but rhd needs a power-of-two rank count"; break;
+    case Choice::kExceedsStaging: why += ", but rhd's vectors exceed one staging fragment"; break;
   }
   if (plan.recursive) {
     RecursiveGroup group(params_.rank, params_.nranks);
@@ -698,7 +703,7 @@ void HostCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool t
   }
   log().debug("{}: {}ring over {} ranks, fragments of {} elements, {} in flight per direction{}", op.describe(),
               tries_direct ? "direct where every rank's buffers are reachable, else " : "", params_.nranks,
-              fragElems(dtypeSize(op.header.dtype)), kDepth, why);
+              fragElems(plan, dtypeSize(op.header.dtype)), plan.depth, why);
 }
 
 void HostCollectives::fail(const OpContext& op, const Status& status) {
@@ -748,7 +753,8 @@ Result<std::unique_ptr<Collectives>> Collectives::create(transport::Transport& t
   }
   // Posting a task then allocates nothing: its memory is made now, and its stages run in its task slot.
   Recycled<HostTask>::prime(params.max_tasks);
-  const size_t ring_task_bytes = 2 * kDepth * StagingArena::slotStride(params.fragment_bytes);
+  const size_t ring_task_bytes = 2 * static_cast<size_t>(params.algorithms.maxDepth()) *
+                                 StagingArena::slotStride(params.algorithms.maxFragmentBytes(params.fragment_bytes));
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
                         StagingArena::create(kStagedHostTasks * ring_task_bytes, kMaxTasksInFlight));
   PSDP_ASSIGN_OR_RETURN(DirectChannel::TileMemory tiles, DirectChannel::TileMemory::allocate());

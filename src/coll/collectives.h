@@ -14,14 +14,12 @@
 #include "base/dtype.h"
 #include "base/log.h"
 #include "base/status.h"
+#include "coll/algorithm_table.h"
 #include "coll/custom_ops.h"
 #include "coll/progress_loop.h"
 #include "transport/transport.h"
 
 namespace psdp::coll {
-
-// The size below which auto picks recursive halving/doubling over the ring, see CollParams.
-inline constexpr size_t kDefaultRhdMaxBytes = size_t{256} << 10;
 
 struct CollParams {
   int rank = 0;
@@ -29,19 +27,16 @@ struct CollParams {
   size_t fragment_bytes = 1 << 20;  // fragment size of pipelined transfers; at least kMinFragmentBytes
   uint32_t context_id = 0;          // distinguishes communicators that share a transport; low 16 bits kept (tag.h)
   Logger log;                       // null: the process logger
-  // PSDP_ALGORITHM: auto chooses by size (below); ring or rhd force one where it applies.
-  psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
-  // PSDP_DETERMINISTIC: every collective uses the ring, whose result does not depend on fragment_bytes,
-  // algorithm or rhd_max_bytes.
+  // Which algorithm each call runs (PSDP_ALGORITHM, PSDP_ALGORITHMS, then the built-in rules).
+  AlgorithmTable algorithms = AlgorithmTable();
+  // PSDP_DETERMINISTIC: every collective uses the ring, whose result does not depend on fragment_bytes or the
+  // algorithm table.
   bool deterministic = false;
-  // Auto: all-reduce, reduce-scatter and all-gather of at most this many bytes (the whole buffer) use
-  // recursive halving/doubling where it applies. Measured with psdp-perf (README, "Collectives").
-  size_t rhd_max_bytes = kDefaultRhdMaxBytes;
   // PSDP_CHECK: every operation agrees its header across ranks (coll/op_header_check.h); false: only barriers
   // run the agreement, which is all they do.
   bool check_calls = true;
-  // Every rank runs on one host (core's placements): operations above rhd_max_bytes (any size with
-  // PSDP_ALGORITHM=direct) first find out whether they can run direct (coll/direct_phase.h).
+  // Every rank runs on one host (core's placements): operations whose rule says direct first find out whether
+  // they can run direct (coll/direct_phase.h).
   bool single_host = false;
   // Tasks of this Collectives alive at once (posted, not yet destroyed) that get memory made at creation;
   // more than that allocate when they are made (core's engine bounds the tasks it queues, PSDP_MAX_IN_FLIGHT).

@@ -38,17 +38,11 @@ inline constexpr size_t kDirectCmaTileBytes = size_t{1} << 20;
 inline constexpr size_t kDirectBlockAlignBytes = 64;
 // All-reduce stores to every rank's output.
 inline constexpr size_t kMaxDirectOutputs = 4096;
-// Reductions smaller than this (the buffer per rank) do not run direct over CMA: with one system call per
-// tile and peer, and an all-reduce's second round, the ring is as fast or faster below it (psdp-perf, 2
-// ranks, private buffers: all-reduce 4.5 against 7.6 GB/s at 4 MiB; even at 8 MiB; 10-30% ahead from 16
-// MiB). Copies (all-gather, broadcast) gain from 1 MiB on.
-inline constexpr size_t kDirectCmaReduceMinBytes = size_t{8} << 20;
-// Operations whose buffer (per rank) is at least this large stream their results, and so do smaller ones
-// while the direct operations posted and not complete on the team add up to this much (many in flight
-// walk through more memory than the cache holds, whatever each one's size). Measured with psdp-perf -R 1
-// on 2 ranks (32 MiB of L3): at 4 MiB plain stores are up to 30% faster, since everything still fits the
-// cache; at 16 MiB streaming stores are 40-60% faster out of place; 64 all-reduces of 1 MiB in flight
-// (-m 64) run 1.2-1.4x faster out of place streaming.
+// Which sizes read with CMA and stream their results is the algorithm table's to say (coll/algorithm_table.h,
+// where the measurements are). This is the working set from which the direct operations in flight on a team
+// stream theirs whatever each one's size: many in flight walk through more memory than the cache holds
+// (psdp-perf -R 1, 2 ranks, 32 MiB of L3: 64 all-reduces of 1 MiB in flight, -m 64, ran 1.2-1.4x faster
+// out of place streaming).
 inline constexpr size_t kDirectStreamingMinBytes = size_t{8} << 20;
 
 // One rank's buffer as this process reads it: in place at `local`, or at `remote` in process `pid` (CMA).

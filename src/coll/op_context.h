@@ -39,8 +39,10 @@ struct OpContext {
   transport::Tag tag = 0;
   Deadline deadline = Deadline::never();
   // depth() in-flight sends and receives at most; the ring keeps as many fragments of a block per round.
+  // The rings hold at least that many completions (the table's largest depth).
   CompletionRing* sends = nullptr;
   CompletionRing* recvs = nullptr;
+  int ring_depth = 1;  // the operation's rule's (coll/algorithm_table.h)
   // The ring's: [0, depth) take arriving fragments, [depth, 2*depth) hold partial sums being forwarded.
   // Claimed from the communicator's arena when the stage that needs them starts; none before.
   StagingSlots staging;
@@ -49,7 +51,7 @@ struct OpContext {
   // What this rank called, as the agreement compares it and messages name it.
   OpHeader header;
 
-  int depth() const { return sends->size(); }
+  int depth() const { return ring_depth; }
   int leftPeer() const { return (rank + nranks - 1) % nranks; }
   int rightPeer() const { return (rank + 1) % nranks; }
   // "all-reduce #12 (count 1000, float32, sum)".

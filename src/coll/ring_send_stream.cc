@@ -2,9 +2,11 @@
 
 namespace psdp::coll {
 
+// The send depth() places back must be complete. The ring of completions may be larger than depth() (it is
+// made for the table's deepest rule), so that one is not necessarily the last user of the next one's slot.
 Result<bool> RingSendStream::slotFree() const {
   if (next_.index() < depth()) return true;
-  const transport::Completion& previous = op_.sends->at(next_.index());
+  const transport::Completion& previous = op_.sends->at(next_.index() - depth());
   if (!previous.isDone()) return false;
   if (!previous.status.isOk()) return previous.status;
   return true;

@@ -34,19 +34,31 @@ std::string showCheck(int64_t value) {
   return value != 0 ? "full" : "off";
 }
 
+std::string showHash(int64_t value) {
+  return fmt::format("rules hashing to {:#018x}", static_cast<uint64_t>(value));
+}
+
+// FNV-1a: equal texts hash alike on every rank, whatever the platform.
+int64_t hashText(const std::string& text) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ull;
+  }
+  return static_cast<int64_t>(hash);
+}
+
 // In the order of AgreedSettings.
 constexpr Setting kSettings[kAgreedSettingsWords] = {
-    {"PSDP_FRAGMENT_BYTES", showNumber},
-    {"PSDP_ALGORITHM", showAlgorithm},
-    {"PSDP_DETERMINISTIC", showFlag},
-    {"PSDP_CHECK", showCheck},
+    {"PSDP_FRAGMENT_BYTES", showNumber}, {"PSDP_ALGORITHM", showAlgorithm}, {"PSDP_DETERMINISTIC", showFlag},
+    {"PSDP_CHECK", showCheck},           {"PSDP_ALGORITHMS", showHash},
 };
 
 }  // namespace
 
 AgreedSettings agreedSettingsOf(const Config& config) {
   return {static_cast<int64_t>(config.fragment_bytes), static_cast<int64_t>(config.algorithm),
-          config.deterministic ? 1 : 0, config.check_calls ? 1 : 0};
+          config.deterministic ? 1 : 0, config.check_calls ? 1 : 0, hashText(config.algorithms)};
 }
 
 Status checkAgreedSettings(std::span<const AgreedSettings> settings, std::span<const int> ranks) {

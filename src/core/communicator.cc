@@ -95,7 +95,9 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   joined_ = true;
   team_ = std::make_unique<transport::TeamTransport>(context_->transport(), context_id, std::move(members), rank_);
   coll::CollParams coll_params{rank_, nranks_, config_.fragment_bytes, context_id, log_};
-  coll_params.algorithm = config_.algorithm;
+  Result<coll::AlgorithmTable> algorithms = coll::AlgorithmTable::make(config_.algorithm, config_.algorithms);
+  if (!algorithms.isOk()) return algorithms.status().withContext("PSDP_ALGORITHMS");
+  coll_params.algorithms = std::move(algorithms).value();
   coll_params.deterministic = config_.deterministic;
   coll_params.check_calls = config_.check_calls;
   coll_params.single_host = placements_.mapping().hosts.size() == 1;

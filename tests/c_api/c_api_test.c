@@ -31,7 +31,8 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, max_in_flight) == 104);
   CHECK(offsetof(psdp_config_t, split_share) == 108);
   CHECK(offsetof(psdp_config_t, check) == 112);
-  CHECK(sizeof(psdp_config_t) == 120);
+  CHECK(offsetof(psdp_config_t, algorithms) == 120);
+  CHECK(sizeof(psdp_config_t) == 128);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
 }
 

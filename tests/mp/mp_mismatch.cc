@@ -137,6 +137,7 @@ int main() {
   const SettingCase settings[] = {
       {"PSDP_CHECK", [](psdp_config_t* c) { c->check = PSDP_CHECK_OFF; }},
       {"PSDP_FRAGMENT_BYTES", [](psdp_config_t* c) { c->fragment_bytes = 4096; }},
+      {"PSDP_ALGORITHMS", [](psdp_config_t* c) { c->algorithms = "all-reduce:0-=ring"; }},
   };
   for (const SettingCase& setting : settings) {
     const std::string name = std::string("settings: ") + setting.variable;

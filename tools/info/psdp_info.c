@@ -1,16 +1,20 @@
 /* psdp-info: prints the library version and every configuration parameter with its resolved value and
- * where the value came from (config, env or default). `--markdown` prints the README's table instead.
+ * where the value came from (config, env or default). `--markdown` prints the README's table instead;
+ * `--algorithms` the algorithm table in force.
  * Written in C against the public header only, as any user would. */
 #include <psdp/psdp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int usage(FILE* out) {
   fprintf(out,
-          "usage: psdp-info [--markdown]\n"
+          "usage: psdp-info [--markdown | --algorithms]\n"
           "  prints psdp's version and every parameter: its value now, where the value comes from\n"
           "  (env: a PSDP_* variable is set; default: built-in), its type and what it does.\n"
-          "  --markdown  the parameter table as it appears in README.md\n");
+          "  --markdown    the parameter table as it appears in README.md\n"
+          "  --algorithms  the rules that choose each collective's algorithm, in force now (first match\n"
+          "                wins): PSDP_ALGORITHMS, then PSDP_ALGORITHM, then the built-in rules\n");
   return out == stderr ? 2 : 0;
 }
 
@@ -62,8 +66,27 @@ static int print_values(void) {
   return 0;
 }
 
+static int print_algorithms(void) {
+  size_t len = 0;
+  if (psdp_algorithm_table(NULL, NULL, &len) != PSDP_SUCCESS) {
+    fprintf(stderr, "psdp-info: %s\n", psdp_get_last_error(NULL));
+    return 1;
+  }
+  char* text = malloc(len);
+  if (text == NULL) {
+    fprintf(stderr, "psdp-info: out of memory\n");
+    return 1;
+  }
+  psdp_status_t s = psdp_algorithm_table(NULL, text, &len);
+  if (s == PSDP_SUCCESS) fputs(text, stdout);
+  if (s != PSDP_SUCCESS) fprintf(stderr, "psdp-info: %s\n", psdp_get_last_error(NULL));
+  free(text);
+  return s == PSDP_SUCCESS ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--markdown") == 0) return print_markdown();
+  if (argc == 2 && strcmp(argv[1], "--algorithms") == 0) return print_algorithms();
   if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage(stdout);
   if (argc != 1) return usage(stderr);
   return print_values();

@@ -155,7 +155,7 @@ const char* kindName(Kind k) {
 
 CollParams paramsOf(int rank, int nranks, size_t chunk, uint32_t context, psdp_algorithm_t algorithm) {
   CollParams params{rank, nranks, chunk, context, nullptr};
-  params.algorithm = algorithm;
+  params.algorithms = AlgorithmTable::make(algorithm, "").value();
   return params;
 }
 
@@ -266,7 +266,8 @@ TEST_P(RecursiveTest, DeterministicResultIgnoresChunkThresholdAndAlgorithm) {
         for (psdp_algorithm_t algorithm : {PSDP_ALGORITHM_AUTO, PSDP_ALGORITHM_RHD, PSDP_ALGORITHM_RING}) {
           CollParams params = paramsOf(0, nranks, chunk, context++, algorithm);
           params.deterministic = true;
-          params.rhd_max_bytes = algorithm == PSDP_ALGORITHM_AUTO ? SIZE_MAX : 0;
+          // A rule of rhd at every size, which deterministic mode must ignore too.
+          if (algorithm == PSDP_ALGORITHM_AUTO) params.algorithms = AlgorithmTable::make(algorithm, "*:0-=rhd").value();
           auto results = allReduceRandom(*world, params, dtype, PSDP_SUM, count);
           if (reference.empty()) reference = results;
           for (int r = 0; r < nranks; ++r) {

@@ -16,6 +16,7 @@ TEST(AgreedSettingsTest, EncodingRoundTrips) {
   config.algorithm = PSDP_ALGORITHM_DIRECT;
   config.deterministic = true;
   config.check_calls = false;
+  config.algorithms = "*:0-=ring";
   AgreedSettings settings = agreedSettingsOf(config);
   std::array<std::byte, kAgreedSettingsBytes> bytes{};
   encodeAgreedSettings(settings, bytes.data());
@@ -37,6 +38,7 @@ TEST(AgreedSettingsTest, DifferencesNameTheVariableRanksAndValues) {
       {[](Config& c) { c.algorithm = PSDP_ALGORITHM_RING; }, {"PSDP_ALGORITHM", "auto", "ring"}},
       {[](Config& c) { c.deterministic = true; }, {"PSDP_DETERMINISTIC", "has 0", "has 1"}},
       {[](Config& c) { c.check_calls = false; }, {"PSDP_CHECK", "full", "off"}},
+      {[](Config& c) { c.algorithms = "all-reduce:0-=ring"; }, {"PSDP_ALGORITHMS", "rules hashing to", "0x"}},
   };
   for (const Case& c : cases) {
     Config changed = defaults;
