@@ -11,7 +11,9 @@
 // nobody waits (backward compute overlapping communication). The transport's own progress thread stands
 // aside from the first post until the queues are empty (Transport::beginDriving): the driver's drivers
 // progress the transport meanwhile. Without the thread (PSDP_PROGRESS=caller), test() and wait() on any
-// team drive every team of the context in the calling thread.
+// team drive every team of the context in the calling thread. Either way, of several threads waiting at
+// once one drives and the others sleep until their request is done or the drive is handed to them
+// (TaskQueue::wait).
 #pragma once
 
 #include <atomic>
@@ -54,8 +56,9 @@ class ProgressDriver {
   // present.
   void driveOnce(const Deadline* until, bool yield_to_waiters = false);
 
-  // Counts a thread waiting in TaskQueue::wait with the background thread on: the thread stands down
-  // while any is present. The last one out hands the drive back to the thread if work is left.
+  // Counts a thread waiting in TaskQueue::wait: the background thread, if any, stands down while any is
+  // present. A waiter leaving hands the drive to another waiter, or, the last one out, back to the thread
+  // if work is left.
   class WaiterScope {
    public:
     explicit WaiterScope(ProgressDriver& driver);

@@ -94,26 +94,23 @@ bool TaskQueue::test(Request& request) {
   return request.isDone();
 }
 
+// Whoever waits drives, one thread at a time; the others sleep until their request is done or the drive is
+// handed over, never on the drive lock itself: a driver sleeping in the transport until an event (up to its
+// own task's deadline) may re-take the lock for round after round, and a thread blocked on the lock would
+// not return even once its request were done, while the operations it has yet to post are what the peers
+// are waiting for (found with two threads per process in caller mode, each on a team of its own).
 WaitResult TaskQueue::wait(Request& request, const Deadline& until) {
   if (request.isDone()) return WaitResult::kDone;
-  if (driver_.background()) {
-    ProgressDriver::WaiterScope waiter(driver_);
-    while (!request.isDone()) {
-      if (until.expired()) return WaitResult::kTimedOut;
-      std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
-      if (drive.owns_lock()) {
-        if (!request.isDone()) driver_.driveOnce(&until);
-      } else {
-        // The thread, now asked to step aside, or another waiter drives.
-        driver_.awaitDrive(request, until);
-      }
-    }
-    return WaitResult::kDone;
-  }
+  ProgressDriver::WaiterScope waiter(driver_);
   while (!request.isDone()) {
     if (until.expired()) return WaitResult::kTimedOut;
-    std::lock_guard drive(driver_.drive_mutex_);
-    if (!request.isDone()) driver_.driveOnce(&until);
+    std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) {
+      if (!request.isDone()) driver_.driveOnce(&until);
+    } else {
+      // The background thread, now asked to step aside, or another waiter drives.
+      driver_.awaitDrive(request, until);
+    }
   }
   return WaitResult::kDone;
 }
