@@ -19,6 +19,16 @@ const char* paramSourceName(ParamSource source) {
   return "?";
 }
 
+const char* algorithmName(psdp_algorithm_t algorithm) {
+  switch (algorithm) {
+    case PSDP_ALGORITHM_AUTO: return "auto";
+    case PSDP_ALGORITHM_RING: return "ring";
+    case PSDP_ALGORITHM_RHD: return "rhd";
+    case PSDP_ALGORITHM_DIRECT: return "direct";
+    default: return nullptr;
+  }
+}
+
 Result<long long> parseInteger(std::string_view text) {
   std::string s(text);
   if (s.empty()) return Status::invalidArgument("empty integer");

@@ -27,6 +27,8 @@ struct PortRange {
 
 enum class ParamSource { kDefault, kEnv, kConfig };
 const char* paramSourceName(ParamSource source);
+// PSDP_ALGORITHM's name of `algorithm` ("auto", "ring", "rhd", "direct"), or null for a value it has none for.
+const char* algorithmName(psdp_algorithm_t algorithm);
 
 struct Config {
   double timeout_s = 0;

@@ -33,16 +33,6 @@ const char* progressModeName(psdp_progress_mode_t mode) {
   }
 }
 
-const char* algorithmName(psdp_algorithm_t algorithm) {
-  switch (algorithm) {
-    case PSDP_ALGORITHM_AUTO: return "auto";
-    case PSDP_ALGORITHM_RING: return "ring";
-    case PSDP_ALGORITHM_RHD: return "rhd";
-    case PSDP_ALGORITHM_DIRECT: return "direct";
-    default: return nullptr;
-  }
-}
-
 std::string formatSeconds(double s) {
   return fmt::format("{:g}", s);
 }

@@ -95,7 +95,7 @@ const char* opName(psdp_op_t op);
 class Collectives {
  public:
   // Errors: invalid argument (rank outside [0, nranks), fragment_bytes below kMinFragmentBytes), system (the
-  // staging memory, 8 * fragment_bytes, cannot be allocated).
+  // staging memory, sized for the algorithm table's largest fragment and depth, cannot be allocated).
   static Result<std::unique_ptr<Collectives>> create(transport::Transport& transport, const CollParams& params);
   virtual ~Collectives() = default;
 

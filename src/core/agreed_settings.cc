@@ -17,13 +17,8 @@ std::string showNumber(int64_t value) {
 }
 
 std::string showAlgorithm(int64_t value) {
-  switch (value) {
-    case PSDP_ALGORITHM_AUTO: return "auto";
-    case PSDP_ALGORITHM_RING: return "ring";
-    case PSDP_ALGORITHM_RHD: return "rhd";
-    case PSDP_ALGORITHM_DIRECT: return "direct";
-    default: return fmt::format("{}", value);
-  }
+  const char* name = algorithmName(static_cast<psdp_algorithm_t>(value));
+  return name != nullptr ? std::string(name) : fmt::format("{}", value);
 }
 
 std::string showFlag(int64_t value) {
