@@ -155,8 +155,11 @@ class HostTask final : public CollTask, public Recycled<HostTask> {
 class HostCollectives final : public Collectives {
  public:
   HostCollectives(transport::Transport& transport, const CollParams& params, StagingArena arena,
-                  DirectChannel::TileMemory tiles)
-      : Collectives(transport), params_(params), arena_(std::move(arena)), direct_(params.nranks, std::move(tiles)) {
+                  std::unique_ptr<transport::PeerMemory> peer_memory, DirectChannel::TileMemory tiles)
+      : Collectives(transport),
+        params_(params),
+        arena_(std::move(arena)),
+        direct_(std::move(peer_memory), std::move(tiles)) {
     for (int i = 0; i < kMaxTasksInFlight; ++i)
       slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks, params.algorithms.maxDepth()));
   }
@@ -227,7 +230,7 @@ class HostCollectives final : public Collectives {
   DirectChannel direct_;
   int direct_backoff_ = 0;     // length of the last run of skips; doubles with every fallback
   int direct_skips_left_ = 0;  // operations still to skip them
-  bool cma_failure_logged_ = false;
+  bool read_failure_logged_ = false;
   uint32_t seq_ = 0;
   std::atomic<size_t> posted_direct_bytes_{0};
   // Posts (the user's thread) read it while the thread driving tasks (core's engine) may record a failure.
@@ -653,12 +656,13 @@ void HostCollectives::applyDirectOutcome(DirectOutcome outcome) {
 }
 
 DirectOutcome HostCollectives::directOutcome(const OpContext& op, bool ran, bool transient) {
-  if (!direct_.cmaFailure().isOk() && !cma_failure_logged_) {
-    cma_failure_logged_ = true;
+  const Status& read_failure = direct_.memory().readFailure();
+  if (!read_failure.isOk() && !read_failure_logged_) {
+    read_failure_logged_ = true;
     log().info(
-        "direct collectives cannot read other processes with CMA ({}); they run direct only on "
+        "direct collectives cannot read the memory of other processes ({}); they run direct only on "
         "psdp_mem_alloc buffers",
-        direct_.cmaFailure().message());
+        read_failure.message());
   }
   DirectOutcome outcome = ran         ? DirectOutcome::kRan
                           : transient ? DirectOutcome::kFellBackTransient
@@ -668,13 +672,15 @@ DirectOutcome HostCollectives::directOutcome(const OpContext& op, bool ran, bool
   switch (outcome) {
     case DirectOutcome::kRan: log().debug("{}: ran direct", op.describe()); break;
     case DirectOutcome::kFellBackTransient:
-      log().debug("{}: falling back: some rank reads another with CMA, which is not (or not yet known to be) worth it",
-                  op.describe());
+      log().debug(
+          "{}: falling back: some rank would read another's memory, which is not (or not yet known to be) "
+          "worth it",
+          op.describe());
       break;
     case DirectOutcome::kFellBack:
     case DirectOutcome::kNone:
       log().debug(
-          "{}: some rank's buffers are out of direct reach (another host, or no CMA and no "
+          "{}: some rank's buffers are out of direct reach (another host, or no reads of other processes and no "
           "psdp_mem_alloc buffers): falling back; from #{} on, operations skip trying for a while",
           op.describe(), op.header.seq + kMaxTasksInFlight);
       break;
@@ -758,8 +764,13 @@ Result<std::unique_ptr<Collectives>> Collectives::create(transport::Transport& t
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
                         StagingArena::create(kStagedHostTasks * ring_task_bytes, kMaxTasksInFlight));
   PSDP_ASSIGN_OR_RETURN(DirectChannel::TileMemory tiles, DirectChannel::TileMemory::allocate());
+  std::unique_ptr<transport::PeerMemory> peer_memory = transport.openPeerMemory();
+  if (peer_memory->size() != params.nranks) {
+    return Status::invalidArgument("collectives of {} ranks over a transport of {}", params.nranks,
+                                   peer_memory->size());
+  }
   return std::unique_ptr<Collectives>(
-      std::make_unique<HostCollectives>(transport, params, std::move(arena), std::move(tiles)));
+      std::make_unique<HostCollectives>(transport, params, std::move(arena), std::move(peer_memory), std::move(tiles)));
 }
 
 }  // namespace psdp::coll

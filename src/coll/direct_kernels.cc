@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "coll/streaming_store.h"
-#include "transport/cross_memory.h"
 
 namespace psdp::coll {
 namespace {
@@ -21,7 +20,7 @@ void store(std::byte* dst, const std::byte* src, size_t bytes, bool streaming) {
 // `bytes` of `source` where the combine can read them: in place, or read into `buffer`.
 Result<const std::byte*> fetch(const DirectSource& source, size_t offset, size_t bytes, std::byte* buffer) {
   if (source.isLocal()) return source.local + offset;
-  PSDP_RETURN_IF_ERROR(transport::readProcessMemory(source.pid, source.remote + offset, buffer, bytes));
+  PSDP_RETURN_IF_ERROR(source.memory->read(source.peer, source.remote + offset, buffer, bytes));
   return static_cast<const std::byte*>(buffer);
 }
 
@@ -34,7 +33,7 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
   // A fetch tile is what one CMA read brings in; with every input addressable it is one store tile.
   const size_t store_elems =
       std::max<size_t>(1, (streaming ? kDirectStreamTileBytes : kDirectCacheTileBytes) / elem_size);
-  const size_t fetch_elems = all_local ? store_elems : std::max<size_t>(1, kDirectCmaTileBytes / elem_size);
+  const size_t fetch_elems = all_local ? store_elems : std::max<size_t>(1, kDirectFetchTileBytes / elem_size);
   // An output that is also an input (in place) was just read: its lines are in this core's cache, where a
   // plain store lands without a read-for-ownership, and a streaming store would only evict them.
   std::array<bool, kMaxDirectOutputs> streams{};
@@ -74,7 +73,7 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
 
 Status directCopy(std::byte* dst, const DirectSource& source, size_t bytes, bool streaming) {
   if (bytes == 0 || dst == source.local) return Status::ok();
-  if (!source.isLocal()) return transport::readProcessMemory(source.pid, source.remote, dst, bytes);
+  if (!source.isLocal()) return source.memory->read(source.peer, source.remote, dst, bytes);
   store(dst, source.local, bytes, streaming);
   if (streaming) streamingFence();
   return Status::ok();

@@ -1,9 +1,9 @@
 // The local work of a direct operation (coll/direct_phase.h): each rank reduces or copies its share
 // straight out of the other ranks' buffers, with no copy through staging. A buffer of another rank is
-// either addressable here (a rank of this process, or a psdp_mem_alloc segment mapped here) or read out of
-// its process with CMA (transport/cross_memory.h), one tile at a time into this core's cache.
+// either addressable here (a rank of this process, or shareable memory mapped here) or read out of its
+// process (transport/peer_memory.h: CMA), one tile at a time into this core's cache.
 //
-// Reductions go a tile at a time. A fetch tile (kDirectCmaTileBytes) is what one CMA read of a peer brings
+// Reductions go a tile at a time. A fetch tile (kDirectFetchTileBytes) is what one CMA read of a peer brings
 // into this core's cache; with every input addressable there is no fetch. The results are combined and
 // stored a store tile at a time. When the operation's data exceeds the last-level cache, stores to
 // destinations that were not just read are non-temporal (`streaming`), so that memory sees each input read
@@ -27,12 +27,13 @@
 
 #include "base/status.h"
 #include "coll/reduce_kernels.h"
+#include "transport/peer_memory.h"
 
 namespace psdp::coll {
 
 inline constexpr size_t kDirectStreamTileBytes = 256;
 inline constexpr size_t kDirectCacheTileBytes = size_t{4} << 10;
-inline constexpr size_t kDirectCmaTileBytes = size_t{1} << 20;
+inline constexpr size_t kDirectFetchTileBytes = size_t{1} << 20;
 // A direct all-reduce's blocks start on multiples of this many bytes (a cache line): see
 // DirectPhase::allReduceBlocks.
 inline constexpr size_t kDirectBlockAlignBytes = 64;
@@ -45,19 +46,21 @@ inline constexpr size_t kMaxDirectOutputs = 4096;
 // out of place streaming).
 inline constexpr size_t kDirectStreamingMinBytes = size_t{8} << 20;
 
-// One rank's buffer as this process reads it: in place at `local`, or at `remote` in process `pid` (CMA).
+// One rank's buffer as this process reads it: in place at `local`, or read from `remote` in the memory of
+// `peer` (a rank of `memory`).
 struct DirectSource {
   const std::byte* local = nullptr;
-  uint32_t pid = 0;
+  const transport::PeerMemory* memory = nullptr;
+  int peer = -1;
   uint64_t remote = 0;
 
   bool isLocal() const { return local != nullptr; }
   DirectSource at(size_t offset) const {
-    return isLocal() ? DirectSource{local + offset, 0, 0} : DirectSource{nullptr, pid, remote + offset};
+    return isLocal() ? DirectSource{local + offset} : DirectSource{nullptr, memory, peer, remote + offset};
   }
 };
 
-// Two fetch tiles of kDirectCmaTileBytes each, 64-byte aligned: the running result and a CMA read.
+// Two fetch tiles of kDirectFetchTileBytes each, 64-byte aligned: the running result and a CMA read.
 struct DirectTiles {
   std::byte* result = nullptr;
   std::byte* read = nullptr;
@@ -65,14 +68,15 @@ struct DirectTiles {
 
 // outputs[k][0, count) = inputs[0] op inputs[1] op ... (in rank order), finalized for `nranks`, for every
 // output k. Inputs and outputs are `count` elements of `elem_size` bytes; an output may be exactly a local
-// input (in place), no other overlap. Streaming stores are fenced before it returns. Errors: system (a CMA
-// read failed). REQUIRES: inputs.size() >= 2; outputs.size() <= kMaxDirectOutputs; !kernel.scalesInput().
+// input (in place), no other overlap. Streaming stores are fenced before it returns. Errors: those of
+// PeerMemory::read (a peer gone, a read refused). REQUIRES: inputs.size() >= 2; outputs.size() <= kMaxDirectOutputs;
+// !kernel.scalesInput().
 Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> inputs,
                     std::span<std::byte* const> outputs, size_t count, size_t elem_size, int nranks,
                     const DirectTiles& tiles, bool streaming);
 
 // Copies `bytes` of `source` to dst: memcpy (non-temporal and fenced if `streaming`), or a CMA read;
-// nothing when dst is the source itself. Errors: system (a CMA read failed).
+// nothing when dst is the source itself. Errors: those of PeerMemory::read.
 Status directCopy(std::byte* dst, const DirectSource& source, size_t bytes, bool streaming);
 
 }  // namespace psdp::coll

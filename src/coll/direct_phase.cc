@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "coll/ring_schedule.h"
-#include "transport/cross_memory.h"
 
 namespace psdp::coll {
 namespace {
@@ -16,17 +15,13 @@ namespace {
 // Local work (bytes reduced or copied) of one advance() at most: a large operation's share runs in slices,
 // and the driver lets other operations move between them (Progress::kYielded). 4 MiB is 0.5-1 ms of
 // reduction here, against a few microseconds per slice of overhead; as a multiple of every element size,
-// cache line and CMA tile, it keeps slices on the boundaries the kernels work in.
+// cache line and fetch tile, it keeps slices on the boundaries the kernels work in.
 constexpr size_t kDirectSliceBytes = size_t{4} << 20;
-
-// Peers' segments kept mapped: enough for the buffers of many operations in turn (a framework's buckets),
-// few enough that segments their owners have freed do not pin much memory here for long.
-constexpr size_t kMinCachedSegments = 64;
 
 // Allocated and touched once, like all staging memory; null when out of memory.
 std::byte* allocateTile() {
-  void* tile = std::aligned_alloc(64, kDirectCmaTileBytes);
-  if (tile != nullptr) std::memset(tile, 0, kDirectCmaTileBytes);
+  void* tile = std::aligned_alloc(64, kDirectFetchTileBytes);
+  if (tile != nullptr) std::memset(tile, 0, kDirectFetchTileBytes);
   return static_cast<std::byte*>(tile);
 }
 
@@ -39,36 +34,17 @@ Result<DirectChannel::TileMemory> DirectChannel::TileMemory::allocate() {
   tiles.result.reset(allocateTile());
   tiles.read.reset(allocateTile());
   if (!tiles.result || !tiles.read) {
-    return Status::system("allocating 2 tiles of {} bytes for direct collectives: out of memory", kDirectCmaTileBytes);
+    return Status::system("allocating 2 tiles of {} bytes for direct collectives: out of memory",
+                          kDirectFetchTileBytes);
   }
   return tiles;
 }
-
-DirectChannel::DirectChannel(int nranks, TileMemory tiles)
-    : peers_(new Peer[static_cast<size_t>(nranks)]),
-      nranks_(nranks),
-      segments_(std::max(kMinCachedSegments, 4 * static_cast<size_t>(nranks))),
-      tiles_(std::move(tiles)) {}
 
 DirectSlot::DirectSlot(int nranks)
     : peers_(new Peer[static_cast<size_t>(nranks)]),
       offers_(static_cast<size_t>(nranks)),
       inputs_(static_cast<size_t>(nranks)),
       outputs_(static_cast<size_t>(nranks)) {}
-
-// Yes once every other process of the host in the communicator has been read. Peers in this process need
-// no CMA, and peers CMA cannot reach (another pid namespace) leave nothing to find out; a peer whose offer
-// has not been seen yet (pid 0) might be either.
-CmaReach DirectChannel::cmaReach(int self_rank) const {
-  if (!cma_failure_.isOk()) return CmaReach::kNo;
-  const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
-  for (int r = 0; r < nranks_; ++r) {
-    if (r == self_rank || peer(r).cma_verified) continue;
-    const transport::ProcessIdentity& process = peer(r).process;
-    if (process.pid == 0 || self.isOtherLocalProcess(process)) return CmaReach::kUnknown;
-  }
-  return CmaReach::kYes;
-}
 
 Result<Progress> DirectPhase::advance() {
   switch (state_) {
@@ -79,12 +55,13 @@ Result<Progress> DirectPhase::advance() {
     case State::kOffers: {
       PSDP_ASSIGN_OR_RETURN(bool arrived, offersArrived());
       if (!arrived) return Progress::kBlocked;
-      const bool reachable = directReachable(slot_.offers());
-      uses_cma_ = needsCma(slot_.offers());
-      ran_ = reachable && (args_.cma || !uses_cma_);
+      const transport::PeerMemory& memory = channel_.memory();
+      const bool reachable = directReachable(memory, slot_.offers());
+      uses_reads_ = needsPeerReads(memory, slot_.offers());
+      ran_ = reachable && (args_.cma || !uses_reads_);
       if (!ran_) {
-        transient_ = reachable || cmaUndecided(slot_.offers());
-        probeCma();
+        transient_ = reachable || peerReadsUndecided(slot_.offers());
+        probeReads();
         state_ = State::kDone;
         return Progress::kAdvanced;
       }
@@ -152,10 +129,9 @@ size_t DirectPhase::offeredRecvBytes() const {
 
 Status DirectPhase::postOffers() {
   DirectOffer& mine = slot_.offers()[static_cast<size_t>(op_.rank)];
-  mine.process = transport::ProcessIdentity::self();
-  mine.send = BufferOffer::of(args_.send, offeredSendBytes(op_.rank));
-  mine.recv = BufferOffer::of(args_.recv, offeredRecvBytes());
-  mine.cma = channel_.cmaReach(op_.rank);
+  mine.send = transport::MemoryHandle::of(args_.send, offeredSendBytes(op_.rank));
+  mine.recv = transport::MemoryHandle::of(args_.recv, offeredRecvBytes());
+  mine.reads = channel_.memory().readAccess();
   slot_.outgoing() = encodeDirectOffer(mine);
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;
@@ -184,33 +160,24 @@ Result<bool> DirectPhase::offersArrived() {
     Result<DirectOffer> offer = decodeDirectOffer(slot_.peer(r).incoming);
     if (!offer.isOk()) return offer.status().withContext(fmt::format("{} from rank {}", op_.describe(), r));
     slot_.offers()[static_cast<size_t>(r)] = offer.value();
-    channel_.peer(r).process = offer.value().process;
   }
   return true;
 }
 
-// One byte of every other process not yet read, while the ring runs this operation: its buffers stay valid
-// until this rank has taken part. What is learnt goes into the next offers.
-void DirectPhase::probeCma() {
-  if (!channel_.cmaFailure().isOk()) return;
-  const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
+// One byte of every other process of the host not yet read, while the ring runs this operation: its buffers
+// stay valid until this rank has taken part. What is learnt goes into the next offers.
+void DirectPhase::probeReads() {
+  transport::PeerMemory& memory = channel_.memory();
   for (int r = 0; r < op_.nranks; ++r) {
-    DirectChannel::Peer& peer = channel_.peer(r);
     const DirectOffer& offer = slot_.offers()[static_cast<size_t>(r)];
-    if (r == op_.rank || peer.cma_verified || offer.send.bytes == 0) continue;
-    if (!self.isOtherLocalProcess(offer.process)) continue;
-    std::byte probe{};
-    Status read = transport::readProcessMemory(offer.process.pid, offer.send.address, &probe, 1);
-    if (!read.isOk()) {
-      channel_.cmaFailed(read.withContext(fmt::format("rank {}", r)));
-      return;
-    }
-    peer.cma_verified = true;
+    if (offer.send.bytes() == 0 || memory.place(op_.rank, r) != transport::PeerPlace::kSameHost) continue;
+    memory.probeRead(r, offer.send.address());
+    if (!memory.readFailure().isOk()) return;
   }
 }
 
 Status DirectPhase::resolveBuffers() {
-  const transport::ProcessIdentity& self = transport::ProcessIdentity::self();
+  transport::PeerMemory& memory = channel_.memory();
   for (int r = 0; r < op_.nranks; ++r) {
     DirectSlot::Peer& peer = slot_.peer(r);
     if (r == op_.rank) {
@@ -220,32 +187,32 @@ Status DirectPhase::resolveBuffers() {
       continue;
     }
     const DirectOffer& offer = slot_.offers()[static_cast<size_t>(r)];
-    if (offer.send.bytes != offeredSendBytes(r) || offer.recv.bytes != offeredRecvBytes()) {
+    if (offer.send.bytes() != offeredSendBytes(r) || offer.recv.bytes() != offeredRecvBytes()) {
       return Status::mismatch("{}: rank {} offered buffers of {} and {} bytes, this rank expected {} and {}",
-                              op_.describe(), r, offer.send.bytes, offer.recv.bytes, offeredSendBytes(r),
+                              op_.describe(), r, offer.send.bytes(), offer.recv.bytes(), offeredSendBytes(r),
                               offeredRecvBytes());
     }
-    if (sameProcess(self, offer.process)) {
-      peer.send = DirectSource{reinterpret_cast<const std::byte*>(offer.send.address)};
-      peer.recv_here = reinterpret_cast<std::byte*>(offer.recv.address);
+    if (memory.place(op_.rank, r) == transport::PeerPlace::kSameProcess) {
+      peer.send = DirectSource{reinterpret_cast<const std::byte*>(offer.send.address())};
+      peer.recv_here = reinterpret_cast<std::byte*>(offer.recv.address());
       peer.recv = DirectSource{peer.recv_here};
       continue;
     }
-    if (!mapsSegments(slot_.offers()[static_cast<size_t>(op_.rank)], offer)) {
-      peer.send = DirectSource{nullptr, offer.process.pid, offer.send.address};
-      peer.recv = DirectSource{nullptr, offer.process.pid, offer.recv.address};
+    if (!mapsBuffers(memory, op_.rank, offer, r)) {
+      peer.send = DirectSource{nullptr, &memory, r, offer.send.address()};
+      peer.recv = DirectSource{nullptr, &memory, r, offer.recv.address()};
       peer.recv_here = nullptr;
       continue;
     }
     peer.send = DirectSource{};
     peer.recv_here = nullptr;
-    if (offer.send.bytes > 0) {
-      Result<std::byte*> send = channel_.segments().map(offer.process, offer.send.segment, offer.send.bytes);
+    if (offer.send.bytes() > 0) {
+      Result<std::byte*> send = memory.map(r, offer.send);
       if (!send.isOk()) return send.status().withContext(fmt::format("{}: rank {}'s send buffer", op_.describe(), r));
       peer.send = DirectSource{send.value()};
     }
-    if (offer.recv.bytes > 0) {
-      Result<std::byte*> recv = channel_.segments().map(offer.process, offer.recv.segment, offer.recv.bytes);
+    if (offer.recv.bytes() > 0) {
+      Result<std::byte*> recv = memory.map(r, offer.recv);
       if (!recv.isOk()) return recv.status().withContext(fmt::format("{}: rank {}'s recv buffer", op_.describe(), r));
       peer.recv_here = recv.value();
     }
@@ -305,7 +272,7 @@ Status DirectPhase::runShare(size_t from, size_t to) {
     case OpKind::kAllReduce: {
       const size_t offset = allReduceBlocks().offset(op_.rank) * esize + from;
       for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = slot_.peer(r).send.at(offset);
-      if (uses_cma_) {
+      if (uses_reads_) {
         std::byte* const own_block = mine + offset;
         return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&own_block, 1), count, esize, n,
                             channel_.tiles(), args_.streaming);
@@ -335,7 +302,7 @@ size_t DirectPhase::gatherBytes() const {
   return (args_.count - allReduceBlocks().size(op_.rank)) * args_.elem_size;
 }
 
-// The second half of an all-reduce over CMA: every block but this rank's, from the output of its owner,
+// The second half of an all-reduce that reads its peers: every block but this rank's, from the output of its owner,
 // who has reduced it there (the middle round says so). [from, to) are bytes of those blocks end to end.
 Status DirectPhase::gatherBlocks(size_t from, size_t to) {
   BlockLayout layout = allReduceBlocks();

@@ -1,19 +1,20 @@
 // Direct collectives: on one host, when every rank can reach every other rank's buffers, each rank reduces
 // or copies its share straight between the ranks' buffers (coll/direct_kernels.h), instead of passing
 // fragments around a ring through staging. A rank reaches another's buffers in place when both are
-// threads of one process or the buffers come from psdp_mem_alloc (mapped here), and otherwise reads them
-// with CMA once it has found that it may (coll/direct_offer.h). The phase:
+// threads of one process or the buffers are shareable memory (psdp_mem_alloc, mapped here), and otherwise
+// reads them out of the other process once it has found that it may (transport/peer_memory.h,
+// coll/direct_offer.h). The phase:
 //   1. sends its offer to every peer and receives theirs: one small message each way per pair;
 //   2. if not every rank can reach every buffer it needs (directReachable: the same answer on every rank),
 //      it ends with ran() false and the task runs the ring instead, whose messages follow the offers;
 //   3. otherwise it maps the peers' segments (cached per communicator) and does this rank's share. An
 //      all-reduce whose buffers are all addressable writes its block of the result into every rank's
-//      output; one that needs CMA, which only reads, reduces its block into its own output, tells every
+//      output; one that needs reads, which cannot write, reduces its block into its own output, tells every
 //      peer (a second small message each way), then reads the other blocks from the peers' outputs;
 //   4. then tells every peer it is done and waits for every peer's word: no rank returns, and so hands its
 //      buffers back to the caller, while another rank may still read or write them.
-// A peer that dies after step 1 leaves its mapped pages valid here, and a CMA read of it fails; either way
-// step 4 or that read reports it.
+// A peer that dies after step 1 leaves its mapped pages valid here, and a read of it fails naming it;
+// either way step 4 or that read reports it.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,7 @@
 #include "coll/progress_loop.h"
 #include "coll/reduce_kernels.h"
 #include "coll/ring_schedule.h"
-#include "transport/peer_segment_map.h"
+#include "transport/peer_memory.h"
 
 namespace psdp::coll {
 
@@ -40,11 +41,11 @@ struct DirectArgs {
   ReduceKernel kernel;    // reductions; never premul-sum, whose scalars are each rank's own
   int root = -1;          // broadcast
   bool streaming = true;  // results may be stored with non-temporal stores (coll/direct_kernels.h)
-  bool cma = true;        // may run direct where some rank reads another with CMA
+  bool cma = true;        // may run direct where some rank reads another's memory (rule option cma)
 };
 
-// What direct operations keep between calls, allocated once per communicator: the peers' mapped segments,
-// what is known of each peer's process and of CMA, and the tiles the local work runs through (used by one
+// What direct operations keep between calls, allocated once per communicator: its peer memory (the peers'
+// mapped buffers, what is known of reading them) and the tiles the local work runs through (used by one
 // driving thread at a time).
 class DirectChannel {
  public:
@@ -62,29 +63,17 @@ class DirectChannel {
     std::unique_ptr<std::byte, Free> result, read;
   };
 
-  DirectChannel(int nranks, TileMemory tiles);
+  // memory: the team's (Transport::openPeerMemory).
+  DirectChannel(std::unique_ptr<transport::PeerMemory> memory, TileMemory tiles)
+      : memory_(std::move(memory)), tiles_(std::move(tiles)) {}
 
-  struct Peer {
-    transport::ProcessIdentity process;  // from its latest offer; pid 0 until one has arrived
-    bool cma_verified = false;           // a CMA read of its process has succeeded
-  };
-
-  Peer& peer(int rank) { return peers_[static_cast<size_t>(rank)]; }
-  const Peer& peer(int rank) const { return peers_[static_cast<size_t>(rank)]; }
-  transport::PeerSegmentMap& segments() { return segments_; }
+  transport::PeerMemory& memory() { return *memory_; }
+  const transport::PeerMemory& memory() const { return *memory_; }
   DirectTiles tiles() const { return {tiles_.result.get(), tiles_.read.get()}; }
 
-  // What this rank knows of its CMA reads of the other processes. The first failure stops all trying.
-  CmaReach cmaReach(int self_rank) const;
-  void cmaFailed(const Status& why) { cma_failure_ = why; }
-  const Status& cmaFailure() const { return cma_failure_; }
-
  private:
-  std::unique_ptr<Peer[]> peers_;
-  int nranks_;
-  transport::PeerSegmentMap segments_;
+  std::unique_ptr<transport::PeerMemory> memory_;
   TileMemory tiles_;
-  Status cma_failure_;
 };
 
 // What one direct operation exchanges and resolves, in memory of the task slot it runs in (several
@@ -128,7 +117,7 @@ class DirectPhase final : public Phase {
   // then, and after advance() has returned kDone, false means run the ring.
   bool ran() const { return ran_; }
   // After a fallback: whether it says nothing of the next operations, because some rank had not yet tried
-  // CMA or this operation was not to use it (DirectArgs::cma).
+  // reading its peers or this operation was not to read (DirectArgs::cma).
   bool transient() const { return transient_; }
 
  private:
@@ -138,10 +127,10 @@ class DirectPhase final : public Phase {
   Status postOffers();
   Result<bool> offersArrived();
   Status resolveBuffers();
-  void probeCma();
+  void probeReads();
   // The next slice of `total` bytes of local work, run by `run`(from, to): true once the last is done.
   Result<bool> runSlice(size_t total, Status (DirectPhase::*run)(size_t, size_t));
-  // This rank's share, [from, to) of its shareBytes(); an all-reduce over CMA does its reduction here and its
+  // This rank's share, [from, to) of its shareBytes(); an all-reduce that reads does its reduction here and its
   // gather in gatherBlocks().
   size_t shareBytes() const;
   Status runShare(size_t from, size_t to);
@@ -151,7 +140,7 @@ class DirectPhase final : public Phase {
   Result<bool> roundDone(transport::Completion DirectSlot::Peer::*sent,
                          transport::Completion DirectSlot::Peer::*received) const;
   BlockLayout allReduceBlocks() const;
-  bool twoRounds() const { return ran_ && args_.kind == OpKind::kAllReduce && uses_cma_; }
+  bool twoRounds() const { return ran_ && args_.kind == OpKind::kAllReduce && uses_reads_; }
   // The bytes of `rank`'s send and recv buffers that peers touch, as every rank offers them.
   size_t offeredSendBytes(int rank) const;
   size_t offeredRecvBytes() const;
@@ -162,7 +151,7 @@ class DirectPhase final : public Phase {
   DirectSlot& slot_;
   State state_ = State::kPost;
   bool ran_ = false;
-  bool uses_cma_ = false;
+  bool uses_reads_ = false;
   bool transient_ = false;
   size_t slice_done_ = 0;  // bytes of the running share or gather done
 };

@@ -6,7 +6,7 @@
 
 namespace psdp::transport {
 
-Status readProcessMemory(uint32_t pid, uint64_t address, void* local, size_t bytes) {
+Status readProcessMemory(uint32_t pid, uint64_t address, void* local, size_t bytes, int* failed_errno) {
   auto* to = static_cast<std::byte*>(local);
   while (bytes > 0) {
     iovec mine{to, bytes};
@@ -14,6 +14,7 @@ Status readProcessMemory(uint32_t pid, uint64_t address, void* local, size_t byt
     ssize_t got = process_vm_readv(static_cast<pid_t>(pid), &mine, 1, &theirs, 1, 0);
     if (got <= 0) {
       int err = got < 0 ? errno : EFAULT;
+      if (failed_errno != nullptr) *failed_errno = err;
       return Status::fromErrno(
           err, fmt::format("reading {} bytes at {:#x} of pid {} (process_vm_readv)", bytes, address, pid));
     }

@@ -12,7 +12,8 @@
 namespace psdp::transport {
 
 // Copies `bytes` from `address` in process `pid` to `local`, in as many calls as the kernel needs. Errors:
-// system (naming pid, address and errno: no permission, the process is gone, or the range is not mapped).
-Status readProcessMemory(uint32_t pid, uint64_t address, void* local, size_t bytes);
+// system (naming pid, address and errno: no permission, the process is gone, or the range is not mapped);
+// the errno goes to *failed_errno too when it is given.
+Status readProcessMemory(uint32_t pid, uint64_t address, void* local, size_t bytes, int* failed_errno = nullptr);
 
 }  // namespace psdp::transport

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include "transport/peer_memory.h"
+
 namespace psdp::transport {
 
 TeamTransport::TeamTransport(Transport& shared, ContextId context, std::vector<int> members, int rank)
@@ -19,6 +21,10 @@ Result<std::vector<std::byte>> TeamTransport::localAddress() {
 
 Status TeamTransport::connect(const std::vector<std::vector<std::byte>>& /*addresses*/, const Deadline& /*deadline*/) {
   return Status::invalidUsage("team transport: the shared transport is connected by its owner");
+}
+
+std::unique_ptr<PeerMemory> TeamTransport::openPeerMemory() const {
+  return shared_.openPeerMemory()->subset(members_, rank_);
 }
 
 Status TeamTransport::checkPeer(int peer, Tag tag) const {

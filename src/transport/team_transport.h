@@ -31,6 +31,9 @@ class TeamTransport final : public Transport {
   Result<std::vector<std::byte>> localAddress() override;
   Status connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) override;
 
+  // The shared transport's, over this team's ranks.
+  std::unique_ptr<PeerMemory> openPeerMemory() const override;
+
   // `tag` must carry this team's context id (invalid argument otherwise).
   Status send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) override;
   Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) override;

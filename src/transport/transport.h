@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/deadline.h"
@@ -17,6 +18,8 @@
 #include "base/status.h"
 
 namespace psdp::transport {
+
+class PeerMemory;
 
 // Matching key of a message. Only the low kTagBits bits are the caller's; the backend adds the sender's
 // rank, so a recv from `peer` never matches a message of another peer. Messages between one pair of ranks
@@ -77,6 +80,11 @@ class Transport {
   // completes wire-up with each, so that the first collective does not pay for it. Collective: every
   // rank calls it with the same table. Errors: remote (a peer unreachable), timeout.
   virtual Status connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) = 0;
+
+  // Direct access to the host memory of the peers of this host (peer_memory.h), as connect found each peer
+  // placed: a new object per call, with its own cache of mappings; ranks are this transport's. A backend
+  // that moves no host memory answers every peer elsewhere. REQUIRES: connect() succeeded.
+  virtual std::unique_ptr<PeerMemory> openPeerMemory() const = 0;
 
   // Nonblocking. Buffers must stay valid until completion->isDone(). `bytes` may be 0. Posting to a
   // peer already known to have failed returns remote error at once; a failure discovered later

@@ -7,12 +7,14 @@ import re
 import sys
 from pathlib import Path
 
-# Host memory that processes of one host share (psdp_mem_alloc) and map from each other, or read from each
-# other (CMA): no backend involved, so the collectives may address peers' buffers with it directly.
-SHARED_MEMORY = ["transport/process_identity.h", "transport/shared_segment.h", "transport/peer_segment_map.h",
-                 "transport/cross_memory.h"]
-# What every backend may share besides the interface: helpers that know no backend.
-TRANSPORT_SHARED = ["transport/transport.h", "transport/peer_liveness.h", "transport/team_transport.h"] + SHARED_MEMORY
+# The interfaces above the transport: point-to-point messages and peer memory (what the collectives see).
+TRANSPORT_INTERFACE = ["transport/transport.h", "transport/peer_memory.h"]
+# How peer memory is made (memfd segments mapped through /proc, CMA reads) and how peers are watched:
+# helpers every backend may share, which know no backend. Nothing above transport/ but core and api
+# (which own the transport) names them.
+TRANSPORT_SHARED = TRANSPORT_INTERFACE + [
+    "transport/peer_liveness.h", "transport/team_transport.h", "transport/process_identity.h",
+    "transport/shared_segment.h", "transport/peer_segment_map.h", "transport/cross_memory.h"]
 
 # room -> rooms (path prefixes under src/) it may include, itself included.
 ALLOWED = {
@@ -22,10 +24,10 @@ ALLOWED = {
     "transport/nccl": ["base/", "transport/nccl/"] + TRANSPORT_SHARED,
     "transport/registry": ["base/", "transport/"],
     "topo": ["base/", "topo/"],
-    "coll": ["base/", "transport/transport.h", "coll/"] + SHARED_MEMORY,
+    "coll": ["base/", "coll/"] + TRANSPORT_INTERFACE,
     "shard": ["base/", "shard/"],
     "tune": ["base/", "tune/"],
-    "engine": ["base/", "transport/transport.h", "coll/", "shard/", "tune/", "engine/"],
+    "engine": ["base/", "coll/", "shard/", "tune/", "engine/"] + TRANSPORT_INTERFACE,
     "core": ["base/", "topo/", "transport/", "coll/", "shard/", "tune/", "engine/", "core/"],
     "api": ["base/", "topo/", "transport/", "coll/", "shard/", "tune/", "engine/", "core/", "api/"],
 }

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "transport/peer_liveness.h"
+#include "transport/peer_memory.h"
 #include "transport/process_identity.h"
 #include "transport/ucx/ucx_context.h"
 #include "transport/ucx/ucx_endpoint.h"
@@ -101,6 +102,7 @@ class UcxTransport final : public Transport {
   Capabilities capabilities() const override { return Capabilities{.host_memory = true, .cuda_memory = false}; }
   Result<std::vector<std::byte>> localAddress() override;
   Status connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) override;
+  std::unique_ptr<PeerMemory> openPeerMemory() const override;
   Status send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) override;
   Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) override;
   uint32_t eventCount() const override { return events_.load(std::memory_order_acquire); }
@@ -220,6 +222,8 @@ class UcxTransport final : public Transport {
   std::unique_ptr<Peer[]> peers_;
   std::atomic<bool> failure_pending_{false};
   PeerLiveness liveness_;  // GUARDED_BY(the worker lock)
+  // Every rank's process, from connect(): where its memory is (openPeerMemory).
+  std::vector<ProcessIdentity> processes_;
   mutable std::mutex failure_mutex_;
   Status failure_;                                          // GUARDED_BY(failure_mutex_)
   std::vector<Status> peer_failures_;                       // GUARDED_BY(failure_mutex_), per rank
@@ -310,6 +314,7 @@ Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresse
       }
       // Watched before the wire-up below, which proves that the watched process is the one that answers.
       PSDP_RETURN_IF_ERROR(liveness_.watch(r, identity.value()));
+      processes_.push_back(identity.value());
       PSDP_ASSIGN_OR_RETURN(peers_[r].ep,
                             UcxEndpoint::create(worker_.get(), address.subspan(ProcessIdentity::kEncodedBytes), r,
                                                 &onPeerError, &peers_[r], log_));
@@ -321,6 +326,12 @@ Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresse
   PSDP_RETURN_IF_ERROR(postNoticeRecvs());
   logLanes();
   return Status::ok();
+}
+
+// Peers are placed by the identities that came with their addresses: the wire-up proved each one answers.
+std::unique_ptr<PeerMemory> UcxTransport::openPeerMemory() const {
+  if (processes_.size() != static_cast<size_t>(nranks_)) return PeerMemory::isolated(nranks_, rank_);
+  return std::make_unique<PeerMemory>(processes_, rank_);
 }
 
 // Like beginOp, but not counted as outstanding work.

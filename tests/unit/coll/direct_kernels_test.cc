@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "coll/half.h"
+#include "transport/process_identity.h"
 
 namespace psdp::coll {
 namespace {
@@ -24,18 +25,25 @@ constexpr size_t kGuard = 64;
 constexpr std::byte kGuardByte{0x5a};
 
 struct alignas(64) Tiles {
-  std::byte result[kDirectCmaTileBytes];
-  std::byte read[kDirectCmaTileBytes];
+  std::byte result[kDirectFetchTileBytes];
+  std::byte read[kDirectFetchTileBytes];
   DirectTiles get() { return {result, read}; }
 };
 
-// Odd-numbered inputs as a peer process would see them: read with CMA (from this very process, which the
-// kernel allows), so that both ways of reading are checked against the same expectations.
+// Rank 1 of this peer memory is this very process, which reads of other processes may read too.
+const transport::PeerMemory& selfAsPeer() {
+  static const transport::PeerMemory memory({transport::ProcessIdentity::self(), transport::ProcessIdentity::self()},
+                                            0);
+  return memory;
+}
+
+// Odd-numbered inputs as a peer process would see them: read out of the process (CMA), so that both ways
+// of reading are checked against the same expectations.
 enum class Reach { kLocal, kCma };
 
 DirectSource sourceOf(const std::byte* data, size_t index, Reach reach) {
   if (reach == Reach::kLocal || index % 2 == 0) return DirectSource{data};
-  return DirectSource{nullptr, static_cast<uint32_t>(getpid()), reinterpret_cast<uintptr_t>(data)};
+  return DirectSource{nullptr, &selfAsPeer(), 1, reinterpret_cast<uintptr_t>(data)};
 }
 
 // One (dtype, op): how to store an exact value, and the exact result of reducing rank values.
@@ -134,7 +142,7 @@ void checkReduce(const Case& c, size_t ninputs, size_t count, size_t separate, I
 std::vector<size_t> countsFor(size_t elem_size) {
   const size_t stream_tile_elems = kDirectStreamTileBytes / elem_size;
   const size_t cache_tile_elems = kDirectCacheTileBytes / elem_size;
-  const size_t cma_tile_elems = kDirectCmaTileBytes / elem_size;
+  const size_t cma_tile_elems = kDirectFetchTileBytes / elem_size;
   return {0,
           1,
           7,
@@ -204,15 +212,16 @@ TEST(DirectKernelsTest, CopiesOddSizesToMisalignedDestinations) {
   }
 }
 
-// A CMA read of memory the other process does not have fails with a system error naming the address and
-// the pid.
+// A read of memory the other process does not have fails with a system error naming the address, the pid
+// and the rank.
 TEST(DirectKernelsTest, AnUnreadableSourceIsASystemError) {
   std::vector<std::byte> dst(64, kGuardByte);
-  DirectSource nowhere{nullptr, static_cast<uint32_t>(getpid()), 0x10};
+  DirectSource nowhere{nullptr, &selfAsPeer(), 1, 0x10};
   Status copied = directCopy(dst.data(), nowhere, dst.size(), /*streaming=*/false);
   EXPECT_EQ(copied.code(), PSDP_ERR_SYSTEM);
   EXPECT_NE(copied.message().find("pid " + std::to_string(getpid())), std::string::npos) << copied.message();
   EXPECT_NE(copied.message().find("0x10"), std::string::npos) << copied.message();
+  EXPECT_NE(copied.message().find("rank 1"), std::string::npos) << copied.message();
   auto tiles = std::make_unique<Tiles>();
   std::vector<DirectSource> inputs{DirectSource{dst.data()}, nowhere};
   std::byte* out = dst.data();

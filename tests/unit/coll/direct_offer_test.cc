@@ -1,143 +1,131 @@
-// Direct offers: the wire format, what BufferOffer::of finds, and the reachability rule every rank applies.
+// Direct offers: the wire format and the reachability rule every rank applies to all offers and the
+// placement the transport decided at connect.
 #include "coll/direct_offer.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "transport/process_identity.h"
+
 namespace psdp::coll {
 namespace {
 
+using transport::MemoryHandle;
+using transport::PeerMemory;
 using transport::ProcessIdentity;
+using transport::ReadAccess;
 
-ProcessIdentity otherProcess() {
+ProcessIdentity otherProcess(uint32_t offset = 1) {
   ProcessIdentity id = ProcessIdentity::self();
-  id.pid += 1;
+  id.pid += offset;
   return id;
 }
 
-// An offer whose buffers are both in segments or both private, as `in_segment` says.
-DirectOffer offerOf(const ProcessIdentity& process, bool in_segment) {
-  DirectOffer offer;
-  offer.process = process;
-  offer.send = {0x1000, 64, in_segment, {}};
-  offer.recv = {0x2000, 64, in_segment, {}};
-  return offer;
-}
+class DirectOfferTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<void*> shared = transport::allocateShareableMemory(kBytes);
+    ASSERT_TRUE(shared.isOk()) << shared.status().toString();
+    shared_ = static_cast<std::byte*>(shared.value());
+  }
+  void TearDown() override { EXPECT_TRUE(transport::freeShareableMemory(shared_).isOk()); }
 
-TEST(DirectOfferTest, EncodeDecodeKeepsEveryField) {
-  DirectOffer offer;
-  offer.process = {1234, 0x1122334455667788, {}};
-  for (size_t i = 0; i < offer.process.boot_id.size(); ++i) offer.process.boot_id[i] = static_cast<uint8_t>(i + 1);
-  offer.send = {0xdeadbeef000, 4096, true, {7, 11, 8192, 128}};
-  offer.recv = {0xcafe0000000, 100, false, {9, -1, 4096, 3}};
+  // An offer whose buffers are both shareable or both private, as `shareable` says.
+  DirectOffer offerOf(bool shareable, ReadAccess reads = ReadAccess::kNo) {
+    DirectOffer offer;
+    std::byte* base = shareable ? shared_ : private_.data();
+    offer.send = MemoryHandle::of(base, 64);
+    offer.recv = MemoryHandle::of(base + 64, 64);
+    offer.reads = reads;
+    return offer;
+  }
+
+  static constexpr size_t kBytes = 4096;
+  std::byte* shared_ = nullptr;
+  std::vector<std::byte> private_ = std::vector<std::byte>(kBytes);
+};
+
+TEST_F(DirectOfferTest, EncodeDecodeKeepsEveryField) {
+  DirectOffer offer = offerOf(true, ReadAccess::kYes);
+  offer.recv = MemoryHandle::of(private_.data() + 3, 100);
   Result<DirectOffer> r = decodeDirectOffer(encodeDirectOffer(offer));
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   const DirectOffer& d = r.value();
-  EXPECT_EQ(d.process.pid, 1234u);
-  EXPECT_EQ(d.process.pid_namespace, 0x1122334455667788u);
-  EXPECT_EQ(d.process.boot_id, offer.process.boot_id);
+  EXPECT_EQ(d.reads, ReadAccess::kYes);
   for (auto [got, want] : {std::pair{&d.send, &offer.send}, std::pair{&d.recv, &offer.recv}}) {
-    EXPECT_EQ(got->address, want->address);
-    EXPECT_EQ(got->bytes, want->bytes);
-    EXPECT_EQ(got->in_segment, want->in_segment);
-    EXPECT_EQ(got->segment.id, want->segment.id);
-    EXPECT_EQ(got->segment.fd, want->segment.fd);
-    EXPECT_EQ(got->segment.bytes, want->segment.bytes);
-    EXPECT_EQ(got->segment.offset, want->segment.offset);
+    EXPECT_EQ(got->address(), want->address());
+    EXPECT_EQ(got->bytes(), want->bytes());
+    EXPECT_EQ(got->shareable(), want->shareable());
   }
+  EXPECT_EQ(encodeDirectOffer(d), encodeDirectOffer(offer)) << "every field survives the trip";
 }
 
-TEST(DirectOfferTest, WrongLengthOrMagicIsAMismatch) {
-  DirectOfferBytes bytes = encodeDirectOffer(offerOf(ProcessIdentity::self(), true));
+TEST_F(DirectOfferTest, WrongLengthMagicOrReadAccessIsAMismatch) {
+  DirectOfferBytes bytes = encodeDirectOffer(offerOf(true));
   std::vector<std::byte> longer(bytes.begin(), bytes.end());
   longer.push_back(std::byte{0});
   EXPECT_EQ(decodeDirectOffer(longer).status().code(), PSDP_ERR_MISMATCH);
   EXPECT_EQ(decodeDirectOffer(std::span(bytes).first(kDirectOfferBytes - 1)).status().code(), PSDP_ERR_MISMATCH);
   EXPECT_EQ(decodeDirectOffer({}).status().code(), PSDP_ERR_MISMATCH);
-  for (size_t at : {size_t{0}, size_t{4}, size_t{8}}) {  // magic, version, the identity's own magic
+  for (size_t at : {size_t{0}, size_t{4}}) {  // magic, version
     DirectOfferBytes bad = bytes;
     bad[at] ^= std::byte{0x40};
     EXPECT_EQ(decodeDirectOffer(bad).status().code(), PSDP_ERR_MISMATCH) << "byte " << at;
   }
+  DirectOfferBytes bad_reads = bytes;
+  bad_reads[8 + 2 * MemoryHandle::kEncodedBytes] = std::byte{7};
+  EXPECT_EQ(decodeDirectOffer(bad_reads).status().code(), PSDP_ERR_MISMATCH);
   EXPECT_TRUE(decodeDirectOffer(bytes).isOk());
 }
 
-TEST(DirectOfferTest, OfDescribesPrivateSegmentAndEmptyRanges) {
-  std::vector<float> private_buffer(16);
-  BufferOffer p = BufferOffer::of(private_buffer.data(), 64);
-  EXPECT_EQ(p.address, reinterpret_cast<uintptr_t>(private_buffer.data()));
-  EXPECT_EQ(p.bytes, 64u);
-  EXPECT_FALSE(p.in_segment);
-
-  Result<void*> segment = transport::allocateSharedSegment(8192);
-  ASSERT_TRUE(segment.isOk()) << segment.status().toString();
-  auto* base = static_cast<std::byte*>(segment.value());
-  BufferOffer s = BufferOffer::of(base + 256, 1024);
-  EXPECT_TRUE(s.in_segment);
-  EXPECT_EQ(s.address, reinterpret_cast<uintptr_t>(base + 256));
-  EXPECT_EQ(s.segment.offset, 256u);
-  EXPECT_EQ(s.segment.bytes, 8192u);
-  EXPECT_EQ(s.segment.id, transport::findSharedSegment(base, 1)->id);
-  EXPECT_FALSE(BufferOffer::of(base + 8000, 1000).in_segment) << "runs past the segment";
-
-  BufferOffer empty = BufferOffer::of(private_buffer.data(), 0);
-  EXPECT_TRUE(empty.in_segment) << "an empty range needs no segment";
-  EXPECT_EQ(empty.bytes, 0u);
-  EXPECT_TRUE(transport::freeSharedSegment(base).isOk());
+TEST_F(DirectOfferTest, OneProcessAlwaysReachesItself) {
+  PeerMemory memory({ProcessIdentity::self(), ProcessIdentity::self()}, 0);
+  std::vector<DirectOffer> offers = {offerOf(false), offerOf(false)};
+  EXPECT_TRUE(canReach(memory, offers, 0, 1));
+  EXPECT_TRUE(directReachable(memory, offers));
+  EXPECT_FALSE(needsPeerReads(memory, offers));
 }
 
-TEST(DirectOfferTest, OneProcessAlwaysReachesItself) {
-  DirectOffer a = offerOf(ProcessIdentity::self(), false);
-  DirectOffer b = offerOf(ProcessIdentity::self(), false);
-  EXPECT_TRUE(sameProcess(a.process, b.process));
-  EXPECT_TRUE(canReach(a, b));
-  EXPECT_FALSE(sameProcess(a.process, otherProcess()));
+TEST_F(DirectOfferTest, AnotherLocalProcessNeedsBothTargetBuffersShareableOrReads) {
+  PeerMemory memory({ProcessIdentity::self(), otherProcess()}, 0);
+  std::vector<DirectOffer> offers = {offerOf(false), offerOf(true)};
+  EXPECT_TRUE(canReach(memory, offers, 0, 1)) << "only the target's buffers matter";
+  EXPECT_TRUE(mapsBuffers(memory, 0, offers[1], 1));
+  offers[1].send = MemoryHandle::of(private_.data(), 64);
+  EXPECT_FALSE(canReach(memory, offers, 0, 1));
+  offers[1] = offerOf(true);
+  offers[1].recv = MemoryHandle::of(private_.data(), 64);
+  EXPECT_FALSE(canReach(memory, offers, 0, 1));
+  offers[0].reads = ReadAccess::kYes;
+  EXPECT_TRUE(canReach(memory, offers, 0, 1)) << "a rank that reads reaches private buffers";
+  EXPECT_TRUE(needsPeerReads(memory, offers));
 }
 
-// Two containers' pid 1 with /proc/self/ns/pid unreadable would otherwise pass for one process.
-TEST(DirectOfferTest, AnUnknownNamespaceOrBootIsNeverTheSameProcess) {
-  ProcessIdentity no_namespace = ProcessIdentity::self();
-  no_namespace.pid_namespace = 0;
-  EXPECT_FALSE(sameProcess(no_namespace, no_namespace));
-  ProcessIdentity no_boot = ProcessIdentity::self();
-  no_boot.boot_id.fill(0);
-  EXPECT_FALSE(sameProcess(no_boot, no_boot));
+TEST_F(DirectOfferTest, AnotherBootOrPidNamespaceIsOutOfReach) {
+  ProcessIdentity other_boot = otherProcess();
+  other_boot.boot_id[0] ^= 1;
+  ProcessIdentity other_namespace = ProcessIdentity::self();  // the same pid in another namespace
+  other_namespace.pid_namespace += 1;
+  for (const ProcessIdentity& elsewhere : {other_boot, other_namespace}) {
+    PeerMemory memory({ProcessIdentity::self(), elsewhere}, 0);
+    std::vector<DirectOffer> offers = {offerOf(true, ReadAccess::kYes), offerOf(true, ReadAccess::kYes)};
+    EXPECT_FALSE(canReach(memory, offers, 0, 1));
+    EXPECT_FALSE(directReachable(memory, offers));
+  }
 }
 
-TEST(DirectOfferTest, AnotherLocalProcessNeedsBothTargetBuffersInSegments) {
-  DirectOffer from = offerOf(ProcessIdentity::self(), false);
-  DirectOffer to = offerOf(otherProcess(), true);
-  EXPECT_TRUE(canReach(from, to)) << "only the target's buffers matter";
-  to.send.in_segment = false;
-  EXPECT_FALSE(canReach(from, to));
-  to.send.in_segment = true;
-  to.recv.in_segment = false;
-  EXPECT_FALSE(canReach(from, to));
-}
-
-TEST(DirectOfferTest, AnotherBootOrPidNamespaceIsOutOfReach) {
-  DirectOffer from = offerOf(ProcessIdentity::self(), true);
-  DirectOffer to = offerOf(otherProcess(), true);
-  ASSERT_TRUE(canReach(from, to));
-  to.process.boot_id[0] ^= 1;
-  EXPECT_FALSE(canReach(from, to));
-  to = offerOf(otherProcess(), true);
-  to.process.pid_namespace += 1;
-  EXPECT_FALSE(canReach(from, to));
-  to.process.pid = from.process.pid;  // the same pid in another namespace is another process
-  EXPECT_FALSE(canReach(from, to));
-}
-
-TEST(DirectOfferTest, ReachableOnlyIfEveryPairIs) {
-  std::vector<DirectOffer> offers = {offerOf(ProcessIdentity::self(), true), offerOf(ProcessIdentity::self(), true),
-                                     offerOf(otherProcess(), true)};
-  EXPECT_TRUE(directReachable(offers));
+TEST_F(DirectOfferTest, ReachableOnlyIfEveryPairIs) {
+  PeerMemory memory({ProcessIdentity::self(), ProcessIdentity::self(), otherProcess()}, 0);
+  std::vector<DirectOffer> offers = {offerOf(true), offerOf(true), offerOf(true)};
+  EXPECT_TRUE(directReachable(memory, offers));
   // Rank 1's private buffers are fine for rank 0, its own process, but not for rank 2: one pair of six.
-  offers[1] = offerOf(ProcessIdentity::self(), false);
-  EXPECT_FALSE(directReachable(offers));
-  EXPECT_TRUE(directReachable(std::span(offers).first(2)));
-  EXPECT_TRUE(directReachable(std::span(offers).first(1)));
+  offers[1] = offerOf(false);
+  EXPECT_FALSE(directReachable(memory, offers));
+  EXPECT_TRUE(directReachable(*memory.subset({0, 1}, 0), std::span(offers).first(2)));
+  offers[2].reads = ReadAccess::kYes;
+  EXPECT_TRUE(directReachable(memory, offers)) << "rank 2 reads rank 1's buffers";
+  EXPECT_TRUE(peerReadsUndecided(std::vector<DirectOffer>{offerOf(true, ReadAccess::kUnknown)}));
 }
 
 }  // namespace
