@@ -226,6 +226,12 @@ PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, ps
  * truncated output is not an error: compare *len with what you passed. Thread-safe. */
 PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len);
 
+/* The collective providers of this build, one per line: name, the memory kinds it serves, how its operations
+ * progress, and what it runs. A collective's buffers pick the provider (host memory: PSDP_HOST_COLLECTIVES).
+ * Writes and sizes the text as psdp_algorithm_table does. Errors: invalid argument for a NULL len, or a NULL
+ * buf with a nonzero *len. Thread-safe. */
+PSDP_API psdp_status_t psdp_collective_providers(char* buf, size_t* len);
+
 /* ---------------------------------------------------------------------------------------------------
  * Errors
  * ------------------------------------------------------------------------------------------------ */
@@ -311,8 +317,10 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
  * the data), so a call that differs anywhere (another collective, count, dtype, op or root, or a call that
  * one rank skipped) fails with PSDP_ERR_MISMATCH on every rank, the message naming two ranks that disagree
  * and what each called, and the communicator is then failed. No rank returns success from such a call. As
- * a consequence every call, count 0 included, completes only once every rank has made it. `stream` must be
- * NULL (host memory).
+ * a consequence every call, count 0 included, completes only once every rank has made it. The buffers' memory
+ * kind picks the collective provider that runs the call (psdp-info --providers): `stream` NULL means host
+ * memory (provider PSDP_HOST_COLLECTIVES); a stream means CUDA memory, which no provider of this build
+ * serves yet (unsupported, naming the call).
  * Blocking (request_p == NULL): returns once this rank's result is in recvbuf, or at the timeout.
  * Nonblocking (request_p != NULL): returns at once with a request; the operation progresses in the
  * background (PSDP_PROGRESS=thread) or inside psdp_request_test/wait (PSDP_PROGRESS=caller). Buffers must

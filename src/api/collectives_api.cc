@@ -6,6 +6,7 @@
 #include "api/validate.h"
 
 using psdp::Status;
+using psdp::api::callMemoryKind;
 using psdp::api::checkHandle;
 using psdp::api::CollectiveArgs;
 using psdp::api::countTimesRanks;
@@ -43,8 +44,9 @@ PSDP_API psdp_status_t psdp_reduce_scatter(const void* sendbuf, void* recvbuf, s
     CollectiveArgs args{"reduce-scatter",           sendbuf, recvbuf,          total, recvcount, recvcount * c.rank(),
                         /*send_inside_recv=*/false, dtype,   /*reduces=*/true, op,    stream,    request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return submit(comm, request_p,
-                  [&](RequestSlot slot) { return c.reduceScatter(sendbuf, recvbuf, recvcount, dtype, op, slot); });
+    return submit(comm, request_p, [&](RequestSlot slot) {
+      return c.reduceScatter(sendbuf, recvbuf, recvcount, dtype, op, slot, callMemoryKind(args));
+    });
   });
 }
 
@@ -67,8 +69,9 @@ PSDP_API psdp_status_t psdp_all_gather(const void* sendbuf, void* recvbuf, size_
                         stream,
                         request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return submit(comm, request_p,
-                  [&](RequestSlot slot) { return c.allGather(sendbuf, recvbuf, sendcount, dtype, slot); });
+    return submit(comm, request_p, [&](RequestSlot slot) {
+      return c.allGather(sendbuf, recvbuf, sendcount, dtype, slot, callMemoryKind(args));
+    });
   });
 }
 
@@ -90,8 +93,9 @@ PSDP_API psdp_status_t psdp_all_reduce(const void* sendbuf, void* recvbuf, size_
                         stream,
                         request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return submit(comm, request_p,
-                  [&](RequestSlot slot) { return c.allReduce(sendbuf, recvbuf, count, dtype, op, slot); });
+    return submit(comm, request_p, [&](RequestSlot slot) {
+      return c.allReduce(sendbuf, recvbuf, count, dtype, op, slot, callMemoryKind(args));
+    });
   });
 }
 
@@ -108,8 +112,9 @@ PSDP_API psdp_status_t psdp_broadcast(const void* sendbuf, void* recvbuf, size_t
     CollectiveArgs args{"broadcast", sendbuf, recvbuf,  send_count, count,    0, /*send_inside_recv=*/true,
                         dtype,       false,   PSDP_SUM, stream,     request_p};
     PSDP_RETURN_IF_ERROR(validateCollective(args));
-    return submit(comm, request_p,
-                  [&](RequestSlot slot) { return c.broadcast(sendbuf, recvbuf, count, dtype, root, slot); });
+    return submit(comm, request_p, [&](RequestSlot slot) {
+      return c.broadcast(sendbuf, recvbuf, count, dtype, root, slot, callMemoryKind(args));
+    });
   });
 }
 

@@ -7,10 +7,26 @@
 #include "base/config.h"
 #include "base/environment.h"
 #include "coll/algorithm_table.h"
+#include "coll/provider.h"
 
 using psdp::Config;
 using psdp::Result;
 using psdp::Status;
+
+namespace {
+
+// At most *len bytes of `text`, NUL included, into buf; *len becomes what the whole text needs.
+Status copyText(const std::string& text, char* buf, size_t* len) {
+  if (*len > 0) {
+    size_t copied = std::min(*len - 1, text.size());
+    std::memcpy(buf, text.data(), copied);
+    buf[copied] = '\0';
+  }
+  *len = text.size() + 1;
+  return Status::ok();
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -49,14 +65,18 @@ PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* b
     Result<psdp::coll::AlgorithmTable> table =
         psdp::coll::AlgorithmTable::make(resolved.algorithm, resolved.algorithms);
     if (!table.isOk()) return table.status().withContext("PSDP_ALGORITHMS");
-    std::string text = table.value().format();
-    if (*len > 0) {
-      size_t copied = std::min(*len - 1, text.size());
-      std::memcpy(buf, text.data(), copied);
-      buf[copied] = '\0';
-    }
-    *len = text.size() + 1;
-    return Status::ok();
+    Result<const psdp::coll::CollectiveProvider*> provider =
+        psdp::coll::findCollectiveProvider(PSDP_MEMORY_HOST, resolved.host_collectives);
+    if (!provider.isOk()) return provider.status().withContext("PSDP_HOST_COLLECTIVES");
+    return copyText(provider.value()->algorithms(table.value()).format(), buf, len);
+  });
+}
+
+PSDP_API psdp_status_t psdp_collective_providers(char* buf, size_t* len) {
+  return psdp::api::guarded(nullptr, [&] {
+    if (len == nullptr) return Status::invalidArgument("len is NULL");
+    if (buf == nullptr && *len != 0) return Status::invalidArgument("buf is NULL but *len is {}", *len);
+    return copyText(psdp::coll::formatCollectiveProviders(), buf, len);
   });
 }
 

@@ -1,11 +1,14 @@
 #include "api/validate.h"
 
+#include <fmt/format.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <utility>
 
 #include "coll/collectives.h"
+#include "coll/provider.h"
 
 namespace psdp::api {
 namespace {
@@ -57,9 +60,18 @@ Status checkOut(const void* out, const char* name) {
   return Status::ok();
 }
 
+psdp_memory_kind_t callMemoryKind(const CollectiveArgs& a) {
+  return a.stream != nullptr ? PSDP_MEMORY_CUDA : PSDP_MEMORY_HOST;
+}
+
 Status validateCollective(const CollectiveArgs& a) {
   if (a.stream != nullptr) {
-    return Status::unsupported("{}: stream must be NULL: only host memory is supported in this build", a.name);
+    // Host calls take no stream; a call with one is refused here unless some provider serves CUDA memory.
+    Result<const coll::CollectiveProvider*> provider = coll::findCollectiveProvider(PSDP_MEMORY_CUDA, "");
+    if (!provider.isOk()) {
+      return provider.status().withContext(
+          fmt::format("{}: a stream was given, so the buffers are CUDA memory", a.name));
+    }
   }
   PSDP_RETURN_IF_ERROR(checkTypes(a));
   size_t elem = coll::dtypeSize(a.dtype);

@@ -28,6 +28,10 @@ struct CollectiveArgs {
 
 Status validateCollective(const CollectiveArgs& args);
 
+// The memory kind of a call's buffers, which picks its collective provider: CUDA memory when a stream is
+// given (calls ordered on a CUDA stream), host memory otherwise.
+psdp_memory_kind_t callMemoryKind(const CollectiveArgs& args);
+
 // Invalid argument "<name> is NULL" for a NULL output pointer.
 Status checkOut(const void* out, const char* name);
 

@@ -40,7 +40,8 @@ struct Config {
   PortRange port_range;
   psdp_progress_mode_t progress_mode = PSDP_PROGRESS_THREAD;
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
-  std::string algorithms;  // PSDP_ALGORITHMS rule text (coll/algorithm_table.h); empty: the built-in rules
+  std::string algorithms;        // PSDP_ALGORITHMS rule text (coll/algorithm_table.h); empty: the built-in rules
+  std::string host_collectives;  // PSDP_HOST_COLLECTIVES: the provider of host-memory collectives (coll/provider.h)
   bool deterministic = false;
   bool split_share = true;  // splits make teams on the parent's context (core/context.h)
   bool check_calls = true;  // PSDP_CHECK=full: collectives agree their call across ranks (coll/op_header_check.h)

@@ -234,6 +234,19 @@ const ParamSpec kParamTable[] = {
      },
      [](const Config& c) { return c.algorithms; }},
 
+    {"host_collectives", "PSDP_HOST_COLLECTIVES", "host|host-ring", "host",
+     "Collective provider for host memory (psdp-info --providers lists them): host runs the ring, recursive "
+     "halving/doubling and direct algorithms the algorithm table chooses; host-ring runs every operation on the "
+     "plain ring whatever the table says (a reference, to tell a problem of the algorithm choice from one of the "
+     "data path). Checked at init. All ranks must agree.",
+     [](const psdp_config_t&) -> std::optional<std::string> { return std::nullopt; },
+     [](std::string_view text, Config& c) -> Status {
+       if (text.empty()) return Status::invalidArgument("the provider name is empty");
+       c.host_collectives = std::string(text);
+       return Status::ok();
+     },
+     [](const Config& c) { return c.host_collectives; }},
+
     {"deterministic", "PSDP_DETERMINISTIC", "0|1", "0",
      "1: every reduction uses the ring, whose order of operations depends only on the element count and the "
      "number of ranks, so float results are bitwise reproducible whatever the message size, PSDP_FRAGMENT_BYTES "

@@ -242,6 +242,14 @@ Result<AlgorithmTable> AlgorithmTable::make(psdp_algorithm_t forced, std::string
   return AlgorithmTable(std::move(rules));
 }
 
+AlgorithmTable AlgorithmTable::ringOnly(const char* origin) {
+  AlgorithmRule ring;
+  ring.any_kind = true;
+  ring.algorithm = Algorithm::kRing;
+  ring.origin = origin;
+  return AlgorithmTable(std::vector<AlgorithmRule>{ring});
+}
+
 Result<std::vector<AlgorithmRule>> AlgorithmTable::parse(std::string_view text) {
   std::vector<AlgorithmRule> rules;
   int number = 0;

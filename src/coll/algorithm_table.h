@@ -61,7 +61,7 @@ struct AlgorithmRule {
   bool streaming = false;                 // direct stores results with non-temporal stores
   size_t fragment_bytes = 0;              // ring transfers; 0: the communicator's
   int depth = 0;                          // ring fragments in flight per direction; 0: kDefaultDepth
-  const char* origin = "built-in";        // "built-in", "PSDP_ALGORITHM" or "PSDP_ALGORITHMS"
+  const char* origin = "built-in";        // "built-in", "PSDP_ALGORITHM", "PSDP_ALGORITHMS", or a provider
 
   bool matches(OpKind call, int nranks, size_t bytes) const {
     return (any_kind || kind == call) && nranks >= min_ranks && nranks <= max_ranks && bytes >= min_bytes &&
@@ -77,6 +77,10 @@ class AlgorithmTable {
   // `user_rules`: PSDP_ALGORITHMS text (empty: none); `forced`: PSDP_ALGORITHM (auto adds nothing).
   // Errors: invalid argument naming the rule (by number and text) and what is wrong with it.
   static Result<AlgorithmTable> make(psdp_algorithm_t forced, std::string_view user_rules);
+
+  // One rule, the ring for every call (fragment and depth: the communicator's), whatever the environment
+  // says; `origin` is the rule's.
+  static AlgorithmTable ringOnly(const char* origin);
 
   // Parses rule text (see the top of this file). Errors as make().
   static Result<std::vector<AlgorithmRule>> parse(std::string_view text);

@@ -1,6 +1,7 @@
-// Collective algorithms over the transport's point-to-point interface. Callers (core/) have validated the
-// arguments: buffers non-null where count > 0, dtype/op supported, in-place aliasing as the public header
-// defines it. Blocking calls return by their deadline; posted tasks (CollTask) are driven by the caller.
+// The collectives of one team, as every provider implements them (coll/provider.h). Callers (core/) have
+// validated the arguments: buffers non-null where count > 0, dtype/op supported, in-place aliasing as the
+// public header defines it. Blocking calls return by their deadline; posted tasks (CollTask) are driven by
+// the caller.
 #pragma once
 
 #include <psdp/psdp.h>
@@ -82,10 +83,11 @@ using psdp::dtypeName;
 using psdp::dtypeSize;
 const char* opName(psdp_op_t op);
 
-// The collectives of one communicator: owns the staging memory (allocated and touched once, at creation),
-// the completions of in-flight transfers, and the operation sequence number that keeps the tags of
-// consecutive operations apart. One thread at a time posts; one thread at a time (possibly another one, core's
-// progress engine) drives the tasks. Only the failure state is shared between the two, under a lock.
+// The collectives of one communicator, made by a provider (coll/provider.h): owns what its operations run in
+// (the host provider: staging memory allocated and touched once, at creation, and the completions of
+// in-flight transfers) and the operation sequence number that keeps the tags of consecutive operations apart. One
+// thread at a time posts; one thread at a time (possibly another one, core's progress engine) drives the tasks. Only
+// the failure state is shared between the two, under a lock.
 //
 // Failure: after any error (remote error, timeout) the object is failed and every later call returns that
 // first error. The failed operation may leave sends and receives posted; they reference this object's
@@ -94,9 +96,6 @@ const char* opName(psdp_op_t op);
 // or destroying this object.
 class Collectives {
  public:
-  // Errors: invalid argument (rank outside [0, nranks), fragment_bytes below kMinFragmentBytes), system (the
-  // staging memory, sized for the algorithm table's largest fragment and depth, cannot be allocated).
-  static Result<std::unique_ptr<Collectives>> create(transport::Transport& transport, const CollParams& params);
   virtual ~Collectives() = default;
 
   // Nonblocking posts: check what can be checked locally (unsupported dtype/op, an earlier failure) and take

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "coll/provider.h"
+
 namespace psdp::core {
 namespace {
 
@@ -43,17 +45,29 @@ int64_t hashText(const std::string& text) {
   return static_cast<int64_t>(hash);
 }
 
+// A provider's name where this build knows it, else its hash.
+std::string showProvider(int64_t value) {
+  for (const coll::CollectiveProvider& provider : coll::collectiveProviders()) {
+    if (hashText(provider.name) == value) return provider.name;
+  }
+  return fmt::format("a provider hashing to {:#018x}", static_cast<uint64_t>(value));
+}
+
 // In the order of AgreedSettings.
 constexpr Setting kSettings[kAgreedSettingsWords] = {
     {"PSDP_FRAGMENT_BYTES", showNumber}, {"PSDP_ALGORITHM", showAlgorithm}, {"PSDP_DETERMINISTIC", showFlag},
-    {"PSDP_CHECK", showCheck},           {"PSDP_ALGORITHMS", showHash},
+    {"PSDP_CHECK", showCheck},           {"PSDP_ALGORITHMS", showHash},     {"PSDP_HOST_COLLECTIVES", showProvider},
 };
 
 }  // namespace
 
 AgreedSettings agreedSettingsOf(const Config& config) {
-  return {static_cast<int64_t>(config.fragment_bytes), static_cast<int64_t>(config.algorithm),
-          config.deterministic ? 1 : 0, config.check_calls ? 1 : 0, hashText(config.algorithms)};
+  return {static_cast<int64_t>(config.fragment_bytes),
+          static_cast<int64_t>(config.algorithm),
+          config.deterministic ? 1 : 0,
+          config.check_calls ? 1 : 0,
+          hashText(config.algorithms),
+          hashText(config.host_collectives)};
 }
 
 Status checkAgreedSettings(std::span<const AgreedSettings> settings, std::span<const int> ranks) {

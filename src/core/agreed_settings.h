@@ -1,6 +1,6 @@
 // The settings every rank of a communicator must share, because they decide which messages its collectives
 // exchange: the fragment size, the algorithm choice (PSDP_ALGORITHM and the rules of PSDP_ALGORITHMS, by a
-// hash of their text), deterministic mode and the call check. Ranks that
+// hash of their text), deterministic mode, the call check and the host collectives' provider. Ranks that
 // differ would wait for messages the others never send, or read fragments cut differently; so each rank
 // sends its settings with the rendezvous (init) or the split's all-gather, and every rank compares them
 // before any collective runs.
@@ -16,7 +16,7 @@
 
 namespace psdp::core {
 
-inline constexpr size_t kAgreedSettingsWords = 5;
+inline constexpr size_t kAgreedSettingsWords = 6;
 using AgreedSettings = std::array<int64_t, kAgreedSettingsWords>;
 
 AgreedSettings agreedSettingsOf(const Config& config);

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "base/trace.h"
+#include "coll/provider.h"
 #include "core/agreed_settings.h"
 #include "topo/numa_binding.h"
 
@@ -24,7 +25,7 @@ Communicator::~Communicator() {
                     : Status::invalidUsage("rank {} destroyed the communicator before finalizing it", rank_));
   }
   queue_.reset();
-  collectives_.reset();
+  for (auto& collectives : collectives_) collectives.reset();
   if (joined_) (void)leaveContext(/*clean=*/false, Deadline::after(config_.timeout_s));
   team_.reset();
   context_.reset();
@@ -103,7 +104,20 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   coll_params.single_host = placements_.mapping().hosts.size() == 1;
   // The queue holds at most max_in_flight; one more is made before its post waits for room.
   coll_params.max_tasks = config_.max_in_flight + 1;
-  PSDP_ASSIGN_OR_RETURN(collectives_, coll::Collectives::create(*team_, coll_params));
+  // Every memory kind with a provider gets its collectives now, so that no call pays for their memory.
+  for (psdp_memory_kind_t kind : {PSDP_MEMORY_HOST, PSDP_MEMORY_CUDA}) {
+    Result<const coll::CollectiveProvider*> provider =
+        coll::findCollectiveProvider(kind, kind == PSDP_MEMORY_HOST ? config_.host_collectives : std::string());
+    // Host memory always has a provider (barriers run there); other kinds may have none in this build.
+    if (kind != PSDP_MEMORY_HOST && provider.status().code() == PSDP_ERR_UNSUPPORTED) continue;
+    if (!provider.isOk()) return provider.status().withContext("PSDP_HOST_COLLECTIVES");
+    coll::CollParams params = coll_params;
+    params.algorithms = provider.value()->algorithms(coll_params.algorithms);
+    PSDP_ASSIGN_OR_RETURN(collectives_[kind], provider.value()->create(*team_, params));
+    log_->debug("{} memory: collective provider {} ({}; progress by {})", coll::memoryKindName(kind),
+                provider.value()->name, provider.value()->description,
+                coll::providerProgressName(provider.value()->progress));
+  }
   queue_ = std::make_unique<coll::TaskQueue>(context_->driver(), *team_, config_.timeout_s, config_.max_in_flight, log_,
                                              context_id);
   log_->info("communicator ready: rank {} of {}, transport {}, context tag {:#x}, pid {}", rank_, nranks_,
@@ -158,32 +172,43 @@ Status Communicator::submit(Result<std::unique_ptr<coll::CollTask>> task, std::s
 }
 
 Status Communicator::reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype,
-                                   psdp_op_t op, std::shared_ptr<Request>* request_p) {
+                                   psdp_op_t op, std::shared_ptr<Request>* request_p, psdp_memory_kind_t memory) {
   PSDP_RETURN_IF_ERROR(checkUsable("reduce-scatter"));
-  return submit(collectives_->postReduceScatter(sendbuf, recvbuf, recvcount, dtype, op), request_p);
+  PSDP_ASSIGN_OR_RETURN(coll::Collectives * collectives, collectivesFor(memory, "reduce-scatter"));
+  return submit(collectives->postReduceScatter(sendbuf, recvbuf, recvcount, dtype, op), request_p);
 }
 
 Status Communicator::allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
-                               std::shared_ptr<Request>* request_p) {
+                               std::shared_ptr<Request>* request_p, psdp_memory_kind_t memory) {
   PSDP_RETURN_IF_ERROR(checkUsable("all-gather"));
-  return submit(collectives_->postAllGather(sendbuf, recvbuf, sendcount, dtype), request_p);
+  PSDP_ASSIGN_OR_RETURN(coll::Collectives * collectives, collectivesFor(memory, "all-gather"));
+  return submit(collectives->postAllGather(sendbuf, recvbuf, sendcount, dtype), request_p);
 }
 
 Status Communicator::allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
-                               std::shared_ptr<Request>* request_p) {
+                               std::shared_ptr<Request>* request_p, psdp_memory_kind_t memory) {
   PSDP_RETURN_IF_ERROR(checkUsable("all-reduce"));
-  return submit(collectives_->postAllReduce(sendbuf, recvbuf, count, dtype, op), request_p);
+  PSDP_ASSIGN_OR_RETURN(coll::Collectives * collectives, collectivesFor(memory, "all-reduce"));
+  return submit(collectives->postAllReduce(sendbuf, recvbuf, count, dtype, op), request_p);
 }
 
 Status Communicator::broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
-                               std::shared_ptr<Request>* request_p) {
+                               std::shared_ptr<Request>* request_p, psdp_memory_kind_t memory) {
   PSDP_RETURN_IF_ERROR(checkUsable("broadcast"));
-  return submit(collectives_->postBroadcast(sendbuf, recvbuf, count, dtype, root), request_p);
+  PSDP_ASSIGN_OR_RETURN(coll::Collectives * collectives, collectivesFor(memory, "broadcast"));
+  return submit(collectives->postBroadcast(sendbuf, recvbuf, count, dtype, root), request_p);
 }
 
 Status Communicator::barrier(std::shared_ptr<Request>* request_p) {
   PSDP_RETURN_IF_ERROR(checkUsable("barrier"));
-  return submit(collectives_->postBarrier(), request_p);
+  return submit(collectives_[PSDP_MEMORY_HOST]->postBarrier(), request_p);
+}
+
+Result<coll::Collectives*> Communicator::collectivesFor(psdp_memory_kind_t memory, const char* what) {
+  const auto kind = static_cast<size_t>(memory);
+  if (kind < collectives_.size() && collectives_[kind] != nullptr) return collectives_[kind].get();
+  return Status::unsupported("{} on {} memory: no collective provider of this build serves it", what,
+                             coll::memoryKindName(memory));
 }
 
 Status Communicator::after(std::shared_ptr<Request> awaited, const Context* context) {
@@ -225,7 +250,7 @@ Status Communicator::finalize() {
     std::unique_lock lifetime(queue_lifetime_);
     queue_.reset();
   }
-  collectives_.reset();
+  for (auto& collectives : collectives_) collectives.reset();
   Status closed = leaveContext(/*clean=*/true, deadline);
   state_ = State::kFinalized;
   if (!closed.isOk()) log_->warn("finalize: {}", closed.toString());

@@ -4,6 +4,7 @@
 // one per psdp_comm_h.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -27,6 +28,9 @@ namespace psdp::core {
 using coll::Request;
 using coll::WaitResult;
 
+// Memory kinds a communicator's collectives may be asked for: PSDP_MEMORY_HOST and PSDP_MEMORY_CUDA.
+inline constexpr size_t kMemoryKinds = 2;
+
 class Communicator {
  public:
   // Meets the other ranks at `id`, connects the transport to each of them and prepares the collectives.
@@ -44,18 +48,19 @@ class Communicator {
   const Config& config() const { return config_; }
   const Logger& log() const { return log_; }
 
-  // Collectives. Arguments have been validated by the caller. Each is posted to the team's task queue; `request_p`
+  // Collectives. Arguments have been validated by the caller. Each is posted to the team's task queue by the
+  // provider of its buffers' memory kind (coll/provider.h; unsupported where this build has none); `request_p`
   // NULL: the call then waits for it (blocking), otherwise *request_p receives the request. A timeout or a
   // remote error fails the communicator: every later call returns that error again. One thread at a time
   // posts on a communicator (ranks must agree on the order of collectives anyway).
   Status reduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, psdp_op_t op,
-                       std::shared_ptr<Request>* request_p = nullptr);
+                       std::shared_ptr<Request>* request_p = nullptr, psdp_memory_kind_t memory = PSDP_MEMORY_HOST);
   Status allGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
-                   std::shared_ptr<Request>* request_p = nullptr);
+                   std::shared_ptr<Request>* request_p = nullptr, psdp_memory_kind_t memory = PSDP_MEMORY_HOST);
   Status allReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
-                   std::shared_ptr<Request>* request_p = nullptr);
+                   std::shared_ptr<Request>* request_p = nullptr, psdp_memory_kind_t memory = PSDP_MEMORY_HOST);
   Status broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
-                   std::shared_ptr<Request>* request_p = nullptr);
+                   std::shared_ptr<Request>* request_p = nullptr, psdp_memory_kind_t memory = PSDP_MEMORY_HOST);
   Status barrier(std::shared_ptr<Request>* request_p = nullptr);
 
   // psdp_comm_after: the operations posted after this start once `awaited` has completed; its failure
@@ -105,8 +110,11 @@ class Communicator {
   // the rank layout for any shard group size. Immutable after creation, so any thread may read it.
   const Placements& placements() const { return placements_; }
 
-  // This communicator's premul-sum ops (thread-safe table); null once finalized.
-  coll::CustomOps* customOps() { return collectives_ ? &collectives_->customOps() : nullptr; }
+  // This communicator's premul-sum ops (thread-safe table), its host collectives'; null once finalized.
+  coll::CustomOps* customOps() {
+    coll::Collectives* host = collectives_[PSDP_MEMORY_HOST].get();
+    return host != nullptr ? &host->customOps() : nullptr;
+  }
 
   // The context it is a team of, shared with the teams split from it. Tests count its threads by it.
   const Context& context() const { return *context_; }
@@ -125,6 +133,9 @@ class Communicator {
   Status leaveContext(bool clean, const Deadline& deadline);
   // split()'s new team: on this context (shared) or on a new one wired up through this communicator.
   Status shareContext(Communicator& child, const std::vector<int>& members, uint64_t team_id);
+  // The collectives of `memory`, for a call `what`. Errors: unsupported (no provider of this build serves
+  // that memory kind).
+  Result<coll::Collectives*> collectivesFor(psdp_memory_kind_t memory, const char* what);
   // Queues a posted task; waits for it when request_p is NULL. REQUIRES: checkUsable() passed (the
   // collectives exist).
   Status submit(Result<std::unique_ptr<coll::CollTask>> task, std::shared_ptr<Request>* request_p);
@@ -141,7 +152,9 @@ class Communicator {
   // completions, the view, and last its hold on the context.
   std::shared_ptr<Context> context_;
   std::unique_ptr<transport::TeamTransport> team_;
-  std::unique_ptr<coll::Collectives> collectives_;
+  // Per memory kind (index psdp_memory_kind_t): made by the provider of that kind, null where this build has
+  // none.
+  std::array<std::unique_ptr<coll::Collectives>, kMemoryKinds> collectives_;
   std::unique_ptr<coll::TaskQueue> queue_;
   bool joined_ = false;  // the context counts this team
   // Held shared by the calls other threads may make while the posting thread finalizes (abort, test, wait),

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -129,22 +130,28 @@ int main() {
     if (rank == 0) std::printf("%s: %.3f s: %s\n", name.c_str(), seconds, error.c_str());
   }
   // Settings that decide the messages must match too: the last rank asks for a child without the call
-  // check, then with another fragment size. Every rank's split fails naming the setting and both ranks.
+  // check, then with another fragment size, ... (through its config, or, for a setting the config struct
+  // does not carry, its environment while it splits). Every rank's split fails naming the setting and both
+  // ranks.
   struct SettingCase {
     const char* variable;
     void (*odd_config)(psdp_config_t*);
+    const char* odd_env_value;  // set in the last rank's environment during its split
   };
   const SettingCase settings[] = {
-      {"PSDP_CHECK", [](psdp_config_t* c) { c->check = PSDP_CHECK_OFF; }},
-      {"PSDP_FRAGMENT_BYTES", [](psdp_config_t* c) { c->fragment_bytes = 4096; }},
-      {"PSDP_ALGORITHMS", [](psdp_config_t* c) { c->algorithms = "all-reduce:0-=ring"; }},
+      {"PSDP_CHECK", [](psdp_config_t* c) { c->check = PSDP_CHECK_OFF; }, nullptr},
+      {"PSDP_FRAGMENT_BYTES", [](psdp_config_t* c) { c->fragment_bytes = 4096; }, nullptr},
+      {"PSDP_ALGORITHMS", [](psdp_config_t* c) { c->algorithms = "all-reduce:0-=ring"; }, nullptr},
+      {"PSDP_HOST_COLLECTIVES", [](psdp_config_t*) {}, "host-ring"},
   };
   for (const SettingCase& setting : settings) {
     const std::string name = std::string("settings: ") + setting.variable;
     psdp_config_t config = PSDP_CONFIG_INITIALIZER;
     if (odd) setting.odd_config(&config);
+    if (odd && setting.odd_env_value != nullptr) setenv(setting.variable, setting.odd_env_value, 1);
     psdp_comm_h child = nullptr;
     psdp_status_t s = psdp_comm_split(parent, 0, rank, &config, &child);
+    if (odd && setting.odd_env_value != nullptr) unsetenv(setting.variable);
     std::string error = psdp_get_last_error(parent);
     report.check(s == PSDP_ERR_MISMATCH, name + ": the split fails with mismatch: " + why(parent, s));
     report.check(child == nullptr, name + ": no child is returned");

@@ -1,6 +1,6 @@
 /* psdp-info: prints the library version and every configuration parameter with its resolved value and
  * where the value came from (config, env or default). `--markdown` prints the README's table instead;
- * `--algorithms` the algorithm table in force.
+ * `--algorithms` the algorithm table in force; `--providers` the collective providers of this build.
  * Written in C against the public header only, as any user would. */
 #include <psdp/psdp.h>
 #include <stdio.h>
@@ -9,12 +9,15 @@
 
 static int usage(FILE* out) {
   fprintf(out,
-          "usage: psdp-info [--markdown | --algorithms]\n"
+          "usage: psdp-info [--markdown | --algorithms | --providers]\n"
           "  prints psdp's version and every parameter: its value now, where the value comes from\n"
           "  (env: a PSDP_* variable is set; default: built-in), its type and what it does.\n"
           "  --markdown    the parameter table as it appears in README.md\n"
           "  --algorithms  the rules that choose each collective's algorithm, in force now (first match\n"
-          "                wins): PSDP_ALGORITHMS, then PSDP_ALGORITHM, then the built-in rules\n");
+          "                wins): PSDP_ALGORITHMS, then PSDP_ALGORITHM, then the built-in rules (a provider\n"
+          "                such as host-ring may replace them)\n"
+          "  --providers   the collective providers of this build: the memory kinds each serves, how\n"
+          "                its operations progress, what it runs\n");
   return out == stderr ? 2 : 0;
 }
 
@@ -66,9 +69,14 @@ static int print_values(void) {
   return 0;
 }
 
-static int print_algorithms(void) {
+static psdp_status_t algorithm_table(char* buf, size_t* len) {
+  return psdp_algorithm_table(NULL, buf, len);
+}
+
+/* Prints the text `get` sizes and then writes (psdp_algorithm_table's convention). */
+static int print_text(psdp_status_t (*get)(char* buf, size_t* len)) {
   size_t len = 0;
-  if (psdp_algorithm_table(NULL, NULL, &len) != PSDP_SUCCESS) {
+  if (get(NULL, &len) != PSDP_SUCCESS) {
     fprintf(stderr, "psdp-info: %s\n", psdp_get_last_error(NULL));
     return 1;
   }
@@ -77,7 +85,7 @@ static int print_algorithms(void) {
     fprintf(stderr, "psdp-info: out of memory\n");
     return 1;
   }
-  psdp_status_t s = psdp_algorithm_table(NULL, text, &len);
+  psdp_status_t s = get(text, &len);
   if (s == PSDP_SUCCESS) fputs(text, stdout);
   if (s != PSDP_SUCCESS) fprintf(stderr, "psdp-info: %s\n", psdp_get_last_error(NULL));
   free(text);
@@ -86,7 +94,8 @@ static int print_algorithms(void) {
 
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--markdown") == 0) return print_markdown();
-  if (argc == 2 && strcmp(argv[1], "--algorithms") == 0) return print_algorithms();
+  if (argc == 2 && strcmp(argv[1], "--algorithms") == 0) return print_text(algorithm_table);
+  if (argc == 2 && strcmp(argv[1], "--providers") == 0) return print_text(psdp_collective_providers);
   if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage(stdout);
   if (argc != 1) return usage(stderr);
   return print_values();

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "coll/collectives.h"
+#include "coll/host_collectives.h"
 #include "unit/coll/collective_cases.h"
 #include "unit/coll/ucx_world.h"
 
@@ -25,7 +25,7 @@ void runBroadcasts(int nranks, psdp_progress_mode_t mode) {
   ASSERT_NE(world, nullptr);
   world->runRanks([&](int rank) {
     CollParams params{rank, nranks, 1024, 200, nullptr};
-    auto created = Collectives::create(world->transport(rank), params);
+    auto created = createHostCollectives(world->transport(rank), params);
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     Collectives& coll = *created.value();
     for (size_t count : kCounts) {

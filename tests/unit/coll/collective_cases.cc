@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "coll/collectives.h"
+#include "coll/host_collectives.h"
 
 namespace psdp::coll::test {
 namespace {
@@ -120,7 +120,7 @@ const char* modeName(psdp_progress_mode_t mode) {
 void runRank(UcxWorld& world, const std::vector<CollCase>& cases, size_t fragment_bytes, uint32_t context_id,
              int rank) {
   CollParams params{rank, world.size(), fragment_bytes, context_id, nullptr};
-  auto created = Collectives::create(world.transport(rank), params);
+  auto created = createHostCollectives(world.transport(rank), params);
   if (!created.isOk()) {
     ADD_FAILURE() << "rank " << rank << ": " << created.status().toString();
     return;
@@ -171,7 +171,7 @@ void runBarriers(UcxWorld& world, int rounds) {
   std::vector<std::atomic<int>> entered(static_cast<size_t>(rounds));
   world.runRanks([&](int rank) {
     CollParams params{rank, world.size(), kMinFragmentBytes, 100, nullptr};
-    auto created = Collectives::create(world.transport(rank), params);
+    auto created = createHostCollectives(world.transport(rank), params);
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     for (size_t round = 0; round < entered.size(); ++round) {
       entered[round].fetch_add(1);

@@ -1,7 +1,7 @@
 // Multi-rank tests of the ring collectives: ranks are threads of this process, each with a real UCX
 // transport. One test per world (size x progress mode) and kind; consecutive tests on one world share its
 // transports. The largest counts are in collectives_long_test.cc.
-#include "coll/collectives.h"
+#include "coll/host_collectives.h"
 
 #include <gtest/gtest.h>
 
@@ -93,7 +93,7 @@ TEST(CollectivesTimeoutTest, ALoneRankTimesOutNamingTheOperationAndThePeer) {
   std::vector<float> data(1000, 1.0f);
   world.value()->runRanks([&](int rank) {
     if (rank != 0) return;
-    auto created = Collectives::create(world.value()->transport(0), CollParams{0, 2, 1024, 0, nullptr});
+    auto created = createHostCollectives(world.value()->transport(0), CollParams{0, 2, 1024, 0, nullptr});
     ASSERT_TRUE(created.isOk());
     coll = std::move(created).value();
     Status status =
@@ -106,7 +106,7 @@ TEST(CollectivesTimeoutTest, ALoneRankTimesOutNamingTheOperationAndThePeer) {
     EXPECT_EQ(again.code(), PSDP_ERR_TIMEOUT);
     EXPECT_NE(again.message().find("all-reduce #0"), std::string::npos) << again.message();
 
-    auto second = Collectives::create(world.value()->transport(0), CollParams{0, 2, 1024, 1, nullptr});
+    auto second = createHostCollectives(world.value()->transport(0), CollParams{0, 2, 1024, 1, nullptr});
     ASSERT_TRUE(second.isOk());
     other = std::move(second).value();
     Status barrier = other->barrier(Deadline::after(0.2));
@@ -134,7 +134,7 @@ TEST(CollectivesRemoteErrorTest, APeerCrashFailsItsNeighboursPromptly) {
       world.value()->destroyTransport(0);
       return;
     }
-    auto created = Collectives::create(world.value()->transport(rank), CollParams{rank, 3, 1 << 20, 0, nullptr});
+    auto created = createHostCollectives(world.value()->transport(rank), CollParams{rank, 3, 1 << 20, 0, nullptr});
     ASSERT_TRUE(created.isOk());
     colls[static_cast<size_t>(rank)] = std::move(created).value();
     // 4 MiB in 1 MiB fragments: large enough for rendezvous, so sends wait on the receiver.
@@ -154,11 +154,11 @@ TEST(CollectivesCreateTest, RejectsABadRankOrATinyChunk) {
   auto world = UcxWorld::create(1, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
   transport::Transport& transport = world.value()->transport(0);
-  EXPECT_EQ(Collectives::create(transport, CollParams{1, 1, 1024, 0, nullptr}).status().code(),
+  EXPECT_EQ(createHostCollectives(transport, CollParams{1, 1, 1024, 0, nullptr}).status().code(),
             PSDP_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(Collectives::create(transport, CollParams{0, 1, kMinFragmentBytes - 1, 0, nullptr}).status().code(),
+  EXPECT_EQ(createHostCollectives(transport, CollParams{0, 1, kMinFragmentBytes - 1, 0, nullptr}).status().code(),
             PSDP_ERR_INVALID_ARGUMENT);
-  EXPECT_TRUE(Collectives::create(transport, CollParams{0, 1, kMinFragmentBytes, 0, nullptr}).isOk());
+  EXPECT_TRUE(createHostCollectives(transport, CollParams{0, 1, kMinFragmentBytes, 0, nullptr}).isOk());
 }
 
 // Every built-in (dtype, op) runs; an op value that is neither built in nor a live premul-sum op of this
@@ -166,7 +166,7 @@ TEST(CollectivesCreateTest, RejectsABadRankOrATinyChunk) {
 TEST(CollectivesCreateTest, UnknownOpsAndDtypesAreRefused) {
   auto world = UcxWorld::create(1, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
-  auto coll = Collectives::create(world.value()->transport(0), CollParams{});
+  auto coll = createHostCollectives(world.value()->transport(0), CollParams{});
   ASSERT_TRUE(coll.isOk());
   double x = 3;
   EXPECT_TRUE(coll.value()->allReduce(&x, &x, 1, PSDP_FLOAT64, PSDP_AVG, Deadline::after(1)).isOk());

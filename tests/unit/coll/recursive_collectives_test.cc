@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "coll/collectives.h"
 #include "coll/half.h"
+#include "coll/host_collectives.h"
 #include "unit/coll/collective_cases.h"
 
 namespace psdp::coll::test {
@@ -169,7 +169,7 @@ TEST_P(RecursiveTest, ForcedRhdIsExact) {
   ASSERT_NE(world, nullptr);
   world->runRanks([&](int rank) {
     auto created =
-        Collectives::create(world->transport(rank), paramsOf(rank, nranks, kBigChunk, 300, PSDP_ALGORITHM_RHD));
+        createHostCollectives(world->transport(rank), paramsOf(rank, nranks, kBigChunk, 300, PSDP_ALGORITHM_RHD));
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     Collectives& coll = *created.value();
     for (Kind kind : {Kind::kAllReduce, Kind::kReduceScatter}) {
@@ -210,7 +210,7 @@ std::vector<std::vector<unsigned char>> allReduceRandom(UcxWorld& world, const C
   world.runRanks([&](int rank) {
     CollParams params = base;
     params.rank = rank;
-    auto created = Collectives::create(world.transport(rank), params);
+    auto created = createHostCollectives(world.transport(rank), params);
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     std::mt19937 gen(static_cast<unsigned>(1234 + rank));
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);

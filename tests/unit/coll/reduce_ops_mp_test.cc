@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "coll/collectives.h"
 #include "coll/half.h"
+#include "coll/host_collectives.h"
 #include "unit/coll/collective_cases.h"
 
 namespace psdp::coll::test {
@@ -140,7 +140,7 @@ std::string runOne(Ctx& ctx, psdp_dtype_t d, OpCase c, size_t count, bool all_re
 
 void runRank(UcxWorld& world, int rank, uint32_t context_id) {
   CollParams params{rank, world.size(), kFragmentBytes, context_id, nullptr};
-  auto created = Collectives::create(world.transport(rank), params);
+  auto created = createHostCollectives(world.transport(rank), params);
   ASSERT_TRUE(created.isOk()) << created.status().toString();
   Ctx ctx{*created.value(), rank, world.size()};
   for (int d = 0; d < PSDP_NUM_DTYPES; ++d) {
@@ -179,7 +179,7 @@ TEST(ReduceOpsTest, StaleOrMismatchedPremulOpIsInvalidAndHarmless) {
   ASSERT_NE(world, nullptr);
   world->runRanks([&](int rank) {
     CollParams params{rank, world->size(), kFragmentBytes, 201, nullptr};
-    auto created = Collectives::create(world->transport(rank), params);
+    auto created = createHostCollectives(world->transport(rank), params);
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     Collectives& coll = *created.value();
     float two = 2.0f;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "coll/host_collectives.h"
 #include "coll/progress_driver.h"
 #include "coll/task_queue.h"
 #include "transport/team_transport.h"
@@ -25,8 +26,8 @@ struct TwoTeams {
       : driver(shared, /*background=*/true, nullptr),
         a_view(shared, 1, everyone(nranks), rank),
         b_view(shared, 2, everyone(nranks), rank),
-        a(Collectives::create(a_view, CollParams{rank, nranks, 1024, 1, nullptr}).value()),
-        b(Collectives::create(b_view, CollParams{rank, nranks, 1024, 2, nullptr}).value()),
+        a(createHostCollectives(a_view, CollParams{rank, nranks, 1024, 1, nullptr}).value()),
+        b(createHostCollectives(b_view, CollParams{rank, nranks, 1024, 2, nullptr}).value()),
         a_queue(driver, a_view, timeout_a, 64, nullptr),
         b_queue(driver, b_view, timeout_b, 64, nullptr) {}
 

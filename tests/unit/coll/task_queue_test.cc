@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "coll/host_collectives.h"
 #include "coll/progress_driver.h"
 #include "transport/team_transport.h"
 #include "unit/coll/ucx_world.h"
@@ -31,7 +32,7 @@ RankEngine makeRank(UcxWorld& world, int rank, bool background, double timeout_s
                     bool single_host = false) {
   coll::CollParams params{rank, world.size(), 1024, 300, nullptr};
   params.single_host = single_host;
-  auto created = coll::Collectives::create(world.transport(rank), params);
+  auto created = coll::createHostCollectives(world.transport(rank), params);
   EXPECT_TRUE(created.isOk()) << created.status().toString();
   RankEngine r;
   r.coll = std::move(created).value();
@@ -235,8 +236,8 @@ TEST_P(TaskQueueTest, TeamsShareADriverAndFailAlone) {
     transport::TeamTransport halves(shared, pair_context, {2 * pair, 2 * pair + 1}, rank % 2);
     CollParams world_params{rank, 4, 1024, 0, nullptr};
     CollParams pair_params{rank % 2, 2, 1024, pair_context, nullptr};
-    auto world_coll = Collectives::create(whole, world_params);
-    auto pair_coll = Collectives::create(halves, pair_params);
+    auto world_coll = createHostCollectives(whole, world_params);
+    auto pair_coll = createHostCollectives(halves, pair_params);
     ASSERT_TRUE(world_coll.isOk() && pair_coll.isOk());
     {
       TaskQueue world_queue(driver, whole, 60, 64, nullptr);

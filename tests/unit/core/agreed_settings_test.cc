@@ -17,6 +17,7 @@ TEST(AgreedSettingsTest, EncodingRoundTrips) {
   config.deterministic = true;
   config.check_calls = false;
   config.algorithms = "*:0-=ring";
+  config.host_collectives = "host-ring";
   AgreedSettings settings = agreedSettingsOf(config);
   std::array<std::byte, kAgreedSettingsBytes> bytes{};
   encodeAgreedSettings(settings, bytes.data());
@@ -39,6 +40,8 @@ TEST(AgreedSettingsTest, DifferencesNameTheVariableRanksAndValues) {
       {[](Config& c) { c.deterministic = true; }, {"PSDP_DETERMINISTIC", "has 0", "has 1"}},
       {[](Config& c) { c.check_calls = false; }, {"PSDP_CHECK", "full", "off"}},
       {[](Config& c) { c.algorithms = "all-reduce:0-=ring"; }, {"PSDP_ALGORITHMS", "rules hashing to", "0x"}},
+      {[](Config& c) { c.host_collectives = "host-ring"; }, {"PSDP_HOST_COLLECTIVES", "has host,", "has host-ring"}},
+      {[](Config& c) { c.host_collectives = "elsewhere"; }, {"PSDP_HOST_COLLECTIVES", "has host,", "hashing to 0x"}},
   };
   for (const Case& c : cases) {
     Config changed = defaults;
