@@ -226,7 +226,8 @@ const ParamSpec kParamTable[] = {
      "table in force): ';'-separated <collective>:<min>-<max>=<ring|rhd|direct>[,option=value...], collective "
      "all-reduce, reduce-scatter, all-gather, broadcast or *, sizes of the whole buffer from min up to max "
      "(exclusive, empty: no bound), options ranks=<min>-<max>, fallback=ring|rhd, cma=0|1, stream=0|1, "
-     "fragment=<bytes>, depth=<n>. The first matching rule decides; checked at init. All ranks must agree.",
+     "backoff=<n>, fragment=<bytes>, depth=<n>. The first matching rule decides; checked at init. All ranks must "
+     "agree.",
      [](const psdp_config_t& u) { return PSDP_USER_HAS(u, algorithms) ? userString(u.algorithms) : std::nullopt; },
      [](std::string_view text, Config& c) -> Status {
        c.algorithms = std::string(text);

@@ -24,6 +24,11 @@ constexpr size_t kCmaReductionsFrom = 8 * MiB;
 // From here direct operations store their results past the cache (coll/direct_kernels.h: at 4 MiB plain
 // stores are up to 30% faster, at 16 MiB streaming stores 40-60% faster out of place, 32 MiB of L3).
 constexpr size_t kStreamingFrom = 8 * MiB;
+// A caller whose buffers are private (and who cannot be read) pays one small-message round per operation
+// for nothing: after each fallback the next 1, 2, 4, ... up to this many operations skip the offers. Long
+// enough that the offers cost under 2% of such a caller's operations, short enough that buffers that
+// become reachable (psdp_mem_alloc after a warm-up) are noticed within a step of a framework's buckets.
+constexpr int kBuiltInDirectBackoff = 64;
 
 AlgorithmRule rule(OpKind kind, size_t min_bytes, size_t max_bytes, Algorithm algorithm) {
   AlgorithmRule r;
@@ -38,6 +43,7 @@ AlgorithmRule direct(OpKind kind, size_t min_bytes, size_t max_bytes, bool cma, 
   AlgorithmRule r = rule(kind, min_bytes, max_bytes, Algorithm::kDirect);
   r.cma = cma;
   r.streaming = streaming;
+  r.backoff = kBuiltInDirectBackoff;
   return r;
 }
 
@@ -177,6 +183,13 @@ Status parseOption(std::string_view option, AlgorithmRule& rule) {
     PSDP_ASSIGN_OR_RETURN(rule.streaming, parseFlag(value));
     return Status::ok();
   }
+  if (name == "backoff") {
+    PSDP_ASSIGN_OR_RETURN(rule.backoff, parseCount(value));
+    if (rule.backoff > kMaxDirectBackoff) {
+      return Status::invalidArgument("backoff {} is above {}", rule.backoff, kMaxDirectBackoff);
+    }
+    return Status::ok();
+  }
   if (name == "fragment") {
     PSDP_ASSIGN_OR_RETURN(rule.fragment_bytes, parseBytes(trim(value)));
     if (rule.fragment_bytes != 0 && (rule.fragment_bytes < 64 || rule.fragment_bytes > (size_t{1} << 30))) {
@@ -189,7 +202,8 @@ Status parseOption(std::string_view option, AlgorithmRule& rule) {
     if (rule.depth > kMaxDepth) return Status::invalidArgument("depth {} is above {}", rule.depth, kMaxDepth);
     return Status::ok();
   }
-  return Status::invalidArgument("unknown option '{}' (ranks, fallback, cma, stream, fragment or depth)", name);
+  return Status::invalidArgument("unknown option '{}' (ranks, fallback, cma, stream, backoff, fragment or depth)",
+                                 name);
 }
 
 Result<AlgorithmRule> parseRule(std::string_view text) {
@@ -298,6 +312,7 @@ std::string AlgorithmTable::formatRule(const AlgorithmRule& rule) {
   if (rule.algorithm == Algorithm::kDirect) {
     text += fmt::format(",fallback={},cma={},stream={}", algorithmName(rule.fallback), rule.cma ? 1 : 0,
                         rule.streaming ? 1 : 0);
+    if (rule.backoff != 0) text += fmt::format(",backoff={}", rule.backoff);
   }
   if (rule.fragment_bytes != 0) text += ",fragment=" + formatBytes(rule.fragment_bytes);
   if (rule.depth != 0) text += fmt::format(",depth={}", rule.depth);
@@ -306,7 +321,7 @@ std::string AlgorithmTable::formatRule(const AlgorithmRule& rule) {
 
 std::string AlgorithmTable::format() const {
   std::string text;
-  for (const AlgorithmRule& rule : rules_) text += fmt::format("{:<64} # {}\n", formatRule(rule), rule.origin);
+  for (const AlgorithmRule& rule : rules_) text += fmt::format("{:<68} # {}\n", formatRule(rule), rule.origin);
   return text;
 }
 

@@ -17,8 +17,10 @@
 // or G (powers of 1024), from min up to but not including max ("inf" or nothing: no bound); algorithm: ring,
 // rhd or direct;
 // options: ranks=<min>-<max> (rank counts, inclusive), fallback=ring|rhd (direct's), cma=0|1 (direct may
-// read private buffers with CMA), stream=0|1 (direct stores its results past the cache), fragment=<bytes>
-// and depth=<fragments in flight per direction> (ring transfers; 0 or absent: the communicator's).
+// read private buffers with CMA), stream=0|1 (direct stores its results past the cache), backoff=<n>
+// (direct: after a fallback, up to n operations in a row skip trying; 0 or absent: try every time),
+// fragment=<bytes> and depth=<fragments in flight per direction> (ring transfers; 0 or absent: the
+// communicator's).
 // Example: "all-reduce:0-64K=rhd;all-reduce:64K-=ring,fragment=256K,depth=8".
 #pragma once
 
@@ -45,6 +47,8 @@ const char* algorithmName(Algorithm algorithm);  // "ring", "rhd", "direct"
 inline constexpr int kDefaultDepth = 4;
 // The most a rule may ask for: the completions of every task slot are made for the table's largest depth.
 inline constexpr int kMaxDepth = 64;
+// The longest direct back-off a rule may ask for.
+inline constexpr int kMaxDirectBackoff = 1 << 16;
 
 struct AlgorithmRule {
   // The collectives it applies to: one, or every one (any = true).
@@ -59,9 +63,12 @@ struct AlgorithmRule {
   Algorithm fallback = Algorithm::kRing;  // direct's, where some buffer is out of reach
   bool cma = false;                       // direct may read private buffers of other processes with CMA
   bool streaming = false;                 // direct stores results with non-temporal stores
-  size_t fragment_bytes = 0;              // ring transfers; 0: the communicator's
-  int depth = 0;                          // ring fragments in flight per direction; 0: kDefaultDepth
-  const char* origin = "built-in";        // "built-in", "PSDP_ALGORITHM", "PSDP_ALGORITHMS", or a provider
+  // Direct: after an operation that fell back, the next 1, 2, 4, ... up to this many skip trying (every rank
+  // skips the same ones); 0: every operation tries.
+  int backoff = 0;
+  size_t fragment_bytes = 0;        // ring transfers; 0: the communicator's
+  int depth = 0;                    // ring fragments in flight per direction; 0: kDefaultDepth
+  const char* origin = "built-in";  // "built-in", "PSDP_ALGORITHM", "PSDP_ALGORITHMS", or a provider
 
   bool matches(OpKind call, int nranks, size_t bytes) const {
     return (any_kind || kind == call) && nranks >= min_ranks && nranks <= max_ranks && bytes >= min_bytes &&

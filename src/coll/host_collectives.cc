@@ -38,9 +38,6 @@ namespace {
 // (fragments bounded by their blocks, halving/doubling of at most one fragment) fit more.
 constexpr int kStagedHostTasks = 2;
 
-// At most this many operations in a row skip trying direct after one could not run it (skipDirect).
-constexpr int kMaxDirectBackoff = 64;
-
 void copyIfDistinct(std::byte* dst, const std::byte* src, size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
@@ -110,8 +107,9 @@ struct TaskSlot {
   DirectSlot direct;
   PhaseStorage phase;  // the running stage's
   bool busy = false;
-  // The last task's direct outcome, applied to the backoff when the next task starts here.
+  // The last task's direct outcome and its rule's back-off, applied when the next task starts here.
   DirectOutcome outcome = DirectOutcome::kNone;
+  int outcome_backoff = 0;
 };
 
 class HostTask final : public CollTask, public Recycled<HostTask> {
@@ -183,7 +181,8 @@ class HostCollectives final : public Collectives {
   // ran in the same slot before (kMaxTasksInFlight operations earlier, complete by then on every rank),
   // applied in sequence order (applyDirectOutcome, when a task starts).
   bool skipDirect(const AlgorithmRule& rule);
-  void applyDirectOutcome(DirectOutcome outcome);
+  // `backoff`: the rule's (AlgorithmRule::backoff) of the task whose outcome it is.
+  void applyDirectOutcome(DirectOutcome outcome, int backoff);
   // Logs the outcome of a task that tried and records it in its slot. `transient`: a fallback that says
   // nothing of the next operations (DirectPhase::transient): no backoff.
   DirectOutcome directOutcome(const OpContext& op, bool ran, bool transient);
@@ -263,7 +262,7 @@ void HostTask::start(const Deadline& deadline) {
   op_.deadline = deadline;
   slot_ = &owner_.slotOf(op_.header.seq);
   slot_->busy = true;
-  owner_.applyDirectOutcome(std::exchange(slot_->outcome, DirectOutcome::kNone));
+  owner_.applyDirectOutcome(std::exchange(slot_->outcome, DirectOutcome::kNone), slot_->outcome_backoff);
   op_.sends = &slot_->sends;
   op_.recvs = &slot_->recvs;
   op_.ring_depth = plan_.depth;
@@ -350,6 +349,7 @@ Result<Progress> HostTask::advanceStages() {
       if (direct_phase_ != nullptr) {
         ran_direct = direct_phase_->ran();
         slot_->outcome = owner_.directOutcome(op_, ran_direct, direct_phase_->transient());
+        slot_->outcome_backoff = plan_.rule->backoff;
         direct_phase_ = nullptr;
       }
       phase_.reset();
@@ -633,23 +633,25 @@ std::unique_ptr<CollTask> HostCollectives::withDirect(const OpContext& op, TaskP
 }
 
 // A caller whose buffers are private pays one small-message round per operation for nothing; after each
-// operation that could not run direct the next 1, 2, 4, ... kMaxDirectBackoff ones skip the offers, and
-// one that ran direct resets that (a rule of the user's, PSDP_ALGORITHM=direct included, tries every time). Every rank
-// sees the same outcomes (the decision is a function of all offers) and applies them at the same points of the sequence
-// (when the task kMaxTasksInFlight later starts in the same slot), so every rank skips the same operations.
+// operation that could not run direct the next 1, 2, 4, ... up to its rule's back-off skip the offers, and one
+// that ran direct resets that (a rule with no back-off, PSDP_ALGORITHM=direct's included, tries every time and
+// leaves the count alone). Every rank sees the same outcomes (the decision is a function of all offers) and
+// applies them at the same points of the sequence (when the task kMaxTasksInFlight later starts in the same
+// slot), so every rank skips the same operations.
 bool HostCollectives::skipDirect(const AlgorithmRule& rule) {
-  if (rule.origin != AlgorithmRule().origin || direct_skips_left_ == 0) return false;
+  if (rule.backoff == 0 || direct_skips_left_ == 0) return false;
   --direct_skips_left_;
   return true;
 }
 
-void HostCollectives::applyDirectOutcome(DirectOutcome outcome) {
+void HostCollectives::applyDirectOutcome(DirectOutcome outcome, int backoff) {
   switch (outcome) {
     case DirectOutcome::kNone:
     case DirectOutcome::kFellBackTransient: return;
     case DirectOutcome::kRan: direct_backoff_ = direct_skips_left_ = 0; return;
     case DirectOutcome::kFellBack:
-      direct_backoff_ = std::min(kMaxDirectBackoff, std::max(1, 2 * direct_backoff_));
+      if (backoff == 0) return;
+      direct_backoff_ = std::min(backoff, std::max(1, 2 * direct_backoff_));
       direct_skips_left_ = direct_backoff_;
       return;
   }

@@ -29,6 +29,8 @@ TEST(AlgorithmTableTest, BuiltInRulesAreTheMeasuredChoices) {
     const AlgorithmRule& large = table.find(kind, 4, 8 * MiB);
     EXPECT_TRUE(large.cma && large.streaming) << describe(large);
     EXPECT_EQ(table.find(kind, 4, 8 * MiB - 1).streaming, false) << opKindName(kind);
+    EXPECT_EQ(middle.backoff, 64) << "a private caller's offers: under 2% of its operations";
+    EXPECT_EQ(large.backoff, 64);
   }
   EXPECT_EQ(table.find(OpKind::kBroadcast, 4, 1000).algorithm, Algorithm::kRing);
   EXPECT_EQ(table.find(OpKind::kBroadcast, 4, MiB).algorithm, Algorithm::kDirect);
@@ -68,10 +70,20 @@ TEST(AlgorithmTableTest, ForcedDirectTriesEverySizeWithCma) {
   EXPECT_TRUE(small.cma);
   EXPECT_EQ(table.value().find(OpKind::kBroadcast, 2, MiB).fallback, Algorithm::kRing);
   EXPECT_TRUE(table.value().find(OpKind::kAllGather, 2, 64 * MiB).streaming);
+  EXPECT_EQ(small.backoff, 0) << "forced direct offers every time";
+}
+
+TEST(AlgorithmTableTest, BackoffIsARuleOption) {
+  auto table = AlgorithmTable::make(PSDP_ALGORITHM_AUTO, "all-reduce:1M-=direct,backoff=8;all-gather:1M-=direct");
+  ASSERT_TRUE(table.isOk()) << table.status().toString();
+  EXPECT_EQ(table.value().find(OpKind::kAllReduce, 2, 2 * MiB).backoff, 8);
+  EXPECT_EQ(table.value().find(OpKind::kAllGather, 2, 2 * MiB).backoff, 0) << "absent: offers every time";
+  EXPECT_NE(AlgorithmTable::formatRule(table.value().rules()[0]).find(",backoff=8"), std::string::npos);
 }
 
 TEST(AlgorithmTableTest, FormattedRulesParseBack) {
-  auto table = AlgorithmTable::make(PSDP_ALGORITHM_DIRECT, "*:3K-5M=ring,ranks=3-,fragment=4K,depth=2");
+  auto table = AlgorithmTable::make(PSDP_ALGORITHM_DIRECT,
+                                    "*:3K-5M=ring,ranks=3-,fragment=4K,depth=2;all-gather:0-=direct,backoff=5");
   ASSERT_TRUE(table.isOk());
   for (const AlgorithmRule& rule : table.value().rules()) {
     std::string text = AlgorithmTable::formatRule(rule);
@@ -96,6 +108,7 @@ TEST(AlgorithmTableTest, MalformedRulesAreNamed) {
       {"*:0-=ring,fragment=8", "fragment of 8 bytes"},
       {"*:0-=ring,ranks=4-2", "rank range"},
       {"*:0-=ring,colour=red", "unknown option 'colour'"},
+      {"*:0-=direct,backoff=70000", "backoff 70000"},
   };
   for (const auto& [text, words] : bad) {
     auto table = AlgorithmTable::make(PSDP_ALGORITHM_AUTO, text);
