@@ -847,6 +847,158 @@ PSDP_API psdp_status_t psdp_state_get_plan(psdp_state_h state, psdp_plan_h* plan
 PSDP_API psdp_status_t psdp_state_buffer_count(psdp_state_h state, int* count_p);
 PSDP_API psdp_status_t psdp_state_get_buffer(psdp_state_h state, int index, psdp_buffer_desc_t* buffer_p);
 
+/* ---------------------------------------------------------------------------------------------------
+ * Steps: the sharded training step, chunk by chunk
+ *
+ * A step of a registered state runs, per chunk of its plan: a reduce-scatter of the chunk's gradients inside
+ * the shard group; with replicas (G < W) an all-reduce (level group) or reduce-scatter (level world) of the
+ * group piece across the replica group; the framework's update of the owned piece; an all-gather of the
+ * updated parameters (across the replica group at level world, then inside the shard group). Many chunks
+ * are in flight at once, so the reduction of one chunk overlaps the update of another and the gather of a
+ * third, and reductions start while backward still produces gradients. The framework drives it by polling
+ * (no callbacks into it):
+ *
+ *   psdp_step_begin(state, NULL, &step);
+ *   ... backward: psdp_step_grads_ready(step, buffer, offset, count) as gradients become final ...
+ *   psdp_step_backward_done(step);
+ *   for (size_t done = 0; done < nchunks;) {
+ *     psdp_step_chunk_t chunk = PSDP_STEP_CHUNK_INITIALIZER;
+ *     psdp_step_next_chunk(step, 1.0, &chunk);
+ *     if (chunk.chunk == PSDP_STEP_NO_CHUNK) continue;       (nothing reduced yet)
+ *     update chunk.ranges[0 .. chunk.nranges): gradients there are the reduced ones;
+ *     psdp_step_chunk_updated(step, chunk.chunk); ++done;
+ *   }
+ *   psdp_step_wait_params(step, buffer, offset, count, timeout) before the next forward uses them, then
+ *   psdp_step_end(step);
+ *
+ * Ownership: after a chunk is handed out, the owned ranges of the rank's gradient buffers hold the reduced
+ * gradient (sum, or average with op PSDP_AVG, over all W ranks); the framework updates the same ranges of
+ * its parameter buffers and of its optimizer state. psdp_step_chunk_updated starts the chunk's gather,
+ * which writes every element of the chunk's parameters on every rank (the owned ones with the values just
+ * written). Until psdp_step_wait_params says a range is gathered, the framework must not read or write those
+ * parameters, nor touch gradients it has reported ready, except its owned ranges of handed-out chunks.
+ *
+ * Ordering across ranks: every rank reports gradients in its own order and granularity; psdp posts each kind
+ * of collective in one order every rank shares (reductions backward, the last chunk first; gathers forward;
+ * both settable), on teams of the state's own made at registration, so a step never deadlocks and never
+ * mismatches whatever the readiness order on each rank (docs/chunk-engine.md has the argument). The one
+ * obligation on the framework: within a step, report every gradient (or call psdp_step_backward_done)
+ * without first waiting unboundedly for a chunk of that step, and update every chunk it is handed.
+ *
+ * Threading: the calls of one step may come from different threads (backward hooks reporting gradients
+ * while the training thread waits in psdp_step_next_chunk); they are serialised, and waiting calls let the
+ * others in. psdp_step_end must not overlap another call on the step. One step per state at a time; steps of
+ * different states may run concurrently.
+ *
+ * Failure: a collective's error (a peer lost, a timeout, a mismatch) fails the step, and every later call
+ * on it returns that error; the state's teams are failed with it, so the state cannot run further steps
+ * (deregister it). Chunks already gathered hold consistent parameters; chunks handed out hold the reduced
+ * gradient in their owned ranges; any other chunk's buffers are undefined.
+ * ------------------------------------------------------------------------------------------------ */
+typedef struct psdp_step* psdp_step_h;
+
+typedef enum psdp_step_order {
+  PSDP_STEP_ORDER_DEFAULT = 0,  /* reductions backward, gathers forward */
+  PSDP_STEP_ORDER_FORWARD = 1,  /* chunk 0 first */
+  PSDP_STEP_ORDER_BACKWARD = 2, /* the last chunk first */
+  PSDP_STEP_ORDER_MAX_ENUM = 0x7fffffff
+} psdp_step_order_t;
+
+typedef enum psdp_unused_grads {
+  PSDP_UNUSED_GRADS_ERROR = 0, /* psdp_step_backward_done fails naming the first range never reported */
+  PSDP_UNUSED_GRADS_ZERO = 1,  /* those ranges of the gradient buffers are zeroed and count as reported */
+  PSDP_UNUSED_GRADS_MAX_ENUM = 0x7fffffff
+} psdp_unused_grads_t;
+
+#define PSDP_STEP_CONFIG_MAGIC 0x70737470u /* "pstp" */
+
+/* Step configuration, extensible like psdp_config_t: initialise with PSDP_STEP_CONFIG_INITIALIZER. The
+ * orders and the op must be alike on every rank (psdp_step_begin checks); the windows are each rank's own. */
+typedef struct psdp_step_config {
+  size_t size;            /* sizeof(psdp_step_config_t) as the caller compiled it */
+  unsigned int magic;     /* PSDP_STEP_CONFIG_MAGIC */
+  unsigned int version;   /* PSDP_VERSION_CODE the caller compiled against */
+  size_t reduce_window;   /* chunks in their reductions at once; 0: 2 */
+  size_t gather_window;   /* chunks in their gathers at once; 0: 2 */
+  int reduce_order;       /* a psdp_step_order_t; default backward */
+  int gather_order;       /* a psdp_step_order_t; default forward */
+  psdp_op_t op;           /* PSDP_SUM (default) or PSDP_AVG */
+  int unused_grads;       /* a psdp_unused_grads_t */
+  void* stream;           /* reserved for steps on CUDA memory: NULL */
+} psdp_step_config_t;
+
+#define PSDP_STEP_CONFIG_INITIALIZER \
+  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, NULL }
+
+/* psdp_step_chunk_t.chunk when no chunk was handed out. */
+#define PSDP_STEP_NO_CHUNK ((size_t)-1)
+/* psdp_step_grads_ready's buffer for "every gradient not reported yet". */
+#define PSDP_STEP_ALL_BUFFERS (-1)
+
+/* A chunk handed to the framework: its index in the plan and the ranges this rank owns in it (valid until
+ * psdp_step_end). */
+typedef struct psdp_step_chunk {
+  size_t chunk;                     /* or PSDP_STEP_NO_CHUNK */
+  const psdp_owned_range_t* ranges; /* this rank's owned ranges of it (parameter buffers; gradients alike) */
+  size_t nranges;
+  size_t remaining;                 /* chunks not handed out yet, after this one */
+  void* event;                      /* reserved for steps on CUDA memory: NULL */
+} psdp_step_chunk_t;
+
+#define PSDP_STEP_CHUNK_INITIALIZER { PSDP_STEP_NO_CHUNK, NULL, 0, 0, NULL }
+
+typedef enum psdp_chunk_state {
+  PSDP_CHUNK_AWAITING_GRADS = 0, /* some of its gradients are not reported yet */
+  PSDP_CHUNK_GRADS_READY = 1,    /* reported, waiting for its turn (the order) or a window slot */
+  PSDP_CHUNK_REDUCING = 2,
+  PSDP_CHUNK_REDUCED = 3,   /* reduced: handed out, or next to be */
+  PSDP_CHUNK_UPDATED = 4,   /* updated, its gather waiting for its turn or a slot */
+  PSDP_CHUNK_GATHERING = 5,
+  PSDP_CHUNK_GATHERED = 6,
+  PSDP_CHUNK_STATE_MAX_ENUM = 0x7fffffff
+} psdp_chunk_state_t;
+
+/* Begins the next step of `state` (config NULL: all defaults). Collective over the state's ranks: they
+ * check that they are at the same step, with the same plan, orders and op (mismatch naming the rank, and
+ * which one lags). The pack buffers ((reduce window + gather window) x the largest chunk) are made on the
+ * first step that needs them and reused. Errors: invalid argument (config malformed: the field), invalid
+ * usage (a step of this state has not ended), unsupported (CUDA memory, or no gradients registered),
+ * mismatch, timeout, remote. */
+PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_config_t* config, psdp_step_h* step_p);
+
+/* Gradients [offset, offset + count) of registered buffer `buffer` (a gradient, or its parameter) are final
+ * for this step; PSDP_STEP_ALL_BUFFERS (offset and count ignored): every gradient not reported yet. Any
+ * order and granularity; never blocks. Errors: invalid argument (the buffer or range), invalid usage (a
+ * range reported before in this step, or after psdp_step_backward_done), the step's failure. */
+PSDP_API psdp_status_t psdp_step_grads_ready(psdp_step_h step, int buffer, size_t offset, size_t count);
+
+/* Backward is over: gradients never reported are unused, handled as the step's unused_grads says. Errors:
+ * invalid usage (unused gradients with PSDP_UNUSED_GRADS_ERROR: names the first buffer and range; the step
+ * then fails, and its peers with it), the step's failure. */
+PSDP_API psdp_status_t psdp_step_backward_done(psdp_step_h step);
+
+/* Hands out the next reduced chunk, waiting up to timeout_s seconds for one (0: just look). chunk_p->chunk is
+ * PSDP_STEP_NO_CHUNK when none was reduced in time, or when every chunk has been handed out (remaining 0).
+ * Errors: invalid argument (chunk_p NULL), the step's failure (remote, timeout, mismatch). */
+PSDP_API psdp_status_t psdp_step_next_chunk(psdp_step_h step, double timeout_s, psdp_step_chunk_t* chunk_p);
+
+/* The framework has written the owned parameters of a handed-out chunk: its gather may start. Errors: invalid
+ * argument (no such chunk), invalid usage (not handed out, or updated already), the step's failure. */
+PSDP_API psdp_status_t psdp_step_chunk_updated(psdp_step_h step, size_t chunk);
+
+/* Waits up to timeout_s seconds until parameters [offset, offset + count) of `buffer` are gathered. Errors:
+ * invalid argument (the buffer or range), invalid usage (a chunk it needs cannot be gathered before the
+ * framework updates a chunk: names it), timeout (the step goes on: call again), the step's failure. */
+PSDP_API psdp_status_t psdp_step_wait_params(psdp_step_h step, int buffer, size_t offset, size_t count,
+                                             double timeout_s);
+
+/* Waits for every chunk's gather, then ends the step and frees the handle. Errors: invalid usage (a chunk not
+ * updated yet: names it; the step stays), the step's failure (the handle is freed then too). */
+PSDP_API psdp_status_t psdp_step_end(psdp_step_h step);
+
+/* Where chunk `chunk` of the step is, for diagnostics. Never blocks. */
+PSDP_API psdp_status_t psdp_step_chunk_state(psdp_step_h step, size_t chunk, psdp_chunk_state_t* state_p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 #include "api/handle.h"
 #include "api/live_handles.h"
 #include "api/plan_args.h"
+#include "api/state_handle.h"
 #include "api/validate.h"
 #include "core/state_registration.h"
 
@@ -18,13 +19,12 @@ using psdp::api::guarded;
 namespace core = psdp::core;
 namespace shard = psdp::shard;
 
-struct psdp_state {
-  std::unique_ptr<core::RegisteredState> impl;
-};
+using psdp::api::checkState;
 
-namespace {
+namespace psdp::api {
 
-using LiveStates = psdp::api::LiveHandles<psdp_state_h>;
+using LiveStates = LiveHandles<psdp_state_h>;
+using LiveSteps = LiveHandles<psdp_step_h>;
 
 Status checkState(psdp_state_h state) {
   if (state == nullptr) return Status::invalidArgument("state is NULL");
@@ -33,6 +33,31 @@ Status checkState(psdp_state_h state) {
   }
   return Status::ok();
 }
+void registerState(psdp_state_h state) {
+  LiveStates::instance().add(state);
+}
+bool unregisterState(psdp_state_h state) {
+  return LiveStates::instance().remove(state);
+}
+
+Status checkStep(psdp_step_h step) {
+  if (step == nullptr) return Status::invalidArgument("step is NULL");
+  if (!LiveSteps::instance().contains(step)) {
+    return Status::invalidUsage(
+        "step is not a live step (ended, its state deregistered, or not made by psdp_step_begin)");
+  }
+  return Status::ok();
+}
+void registerStep(psdp_step_h step) {
+  LiveSteps::instance().add(step);
+}
+bool unregisterStep(psdp_step_h step) {
+  return LiveSteps::instance().remove(step);
+}
+
+}  // namespace psdp::api
+
+namespace {
 
 // Everything this rank's arguments say, or why they cannot be read.
 Result<core::StateInput> translateInput(const psdp_buffer_desc_t* buffers, int nbuffers,
@@ -57,8 +82,9 @@ PSDP_API psdp_status_t psdp_state_register(psdp_comm_h comm, const psdp_buffer_d
     Result<core::StateInput> input = translateInput(buffers, nbuffers, config, state_p, comm->impl->size());
     PSDP_ASSIGN_OR_RETURN(std::unique_ptr<core::RegisteredState> registered,
                           core::registerState(*comm->impl, std::move(input)));
-    auto handle = std::make_unique<psdp_state>(psdp_state{std::move(registered)});
-    LiveStates::instance().add(handle.get());
+    auto handle = std::make_unique<psdp_state>();
+    handle->impl = std::move(registered);
+    psdp::api::registerState(handle.get());
     *state_p = handle.release();
     return Status::ok();
   });
@@ -67,8 +93,13 @@ PSDP_API psdp_status_t psdp_state_register(psdp_comm_h comm, const psdp_buffer_d
 PSDP_API psdp_status_t psdp_state_deregister(psdp_state_h state) {
   return guarded(nullptr, [&] {
     if (state == nullptr) return Status::invalidArgument("state is NULL");
-    if (!LiveStates::instance().remove(state)) {
+    if (!psdp::api::unregisterState(state)) {
       return Status::invalidUsage("state is not a live registration (deregistered already?)");
+    }
+    // A step still running is abandoned: its handle dies with the state (its collectives fail its teams).
+    if (state->step != nullptr) {
+      psdp::api::unregisterStep(state->step);
+      delete state->step;
     }
     delete state;
     return Status::ok();

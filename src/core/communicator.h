@@ -116,6 +116,11 @@ class Communicator {
     return host != nullptr ? &host->customOps() : nullptr;
   }
 
+  // What the chunk engine posts on when this communicator is one of a registered state's teams (engine/team.h):
+  // its host collectives and its task queue; null once finalized.
+  coll::Collectives* hostCollectives() { return collectives_[PSDP_MEMORY_HOST].get(); }
+  coll::TaskQueue* taskQueue() { return queue_.get(); }
+
   // The context it is a team of, shared with the teams split from it. Tests count its threads by it.
   const Context& context() const { return *context_; }
 

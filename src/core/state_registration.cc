@@ -132,7 +132,17 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
   if (std::any_of(lists.begin(), lists.end(), [&](uint64_t v) { return v != lists[0]; })) {
     return describeListMismatch(comm, buffers, digests, all);
   }
-  return std::make_unique<RegisteredState>(std::move(plan).value(), std::move(input.value().pointers));
+  auto state =
+      std::make_unique<RegisteredState>(std::move(plan).value(), std::move(input.value().pointers), comm.rank());
+  // The engine's teams: splits every rank makes alike, since every rank has the same plan now.
+  PSDP_ASSIGN_OR_RETURN(state->teams_, makeStateTeams(comm, state->plan_));
+  state->engine_ = std::make_unique<engine::StateEngine>(state->plan_, state->rank_, state->pointers_,
+                                                         state->teams_.engineTeams(state->plan_, state->rank_));
+  return state;
+}
+
+RegisteredState::~RegisteredState() {
+  engine_.reset();
 }
 
 }  // namespace psdp::core

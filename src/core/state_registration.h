@@ -17,24 +17,11 @@
 
 #include "base/status.h"
 #include "core/communicator.h"
+#include "core/state_teams.h"
+#include "engine/state_engine.h"
 #include "shard/shard_plan.h"
 
 namespace psdp::core {
-
-class RegisteredState {
- public:
-  RegisteredState(shard::ShardPlan plan, std::vector<void*> pointers)
-      : plan_(std::move(plan)), pointers_(std::move(pointers)) {}
-
-  const shard::ShardPlan& plan() const { return plan_; }
-  const std::vector<shard::BufferDesc>& buffers() const { return plan_.buffers(); }
-  // This rank's address of each registered buffer, in registration order.
-  const std::vector<void*>& pointers() const { return pointers_; }
-
- private:
-  shard::ShardPlan plan_;
-  std::vector<void*> pointers_;
-};
 
 // One rank's arguments: buffers and pointers in registration order. `config.world_size` and
 // `config.rank_layout` are set by registerState from the communicator.
@@ -42,6 +29,32 @@ struct StateInput {
   std::vector<shard::BufferDesc> buffers;
   std::vector<void*> pointers;
   shard::PlanConfig config;
+};
+
+class RegisteredState {
+ public:
+  RegisteredState(shard::ShardPlan plan, std::vector<void*> pointers, int rank)
+      : plan_(std::move(plan)), pointers_(std::move(pointers)), rank_(rank) {}
+  ~RegisteredState();
+
+  const shard::ShardPlan& plan() const { return plan_; }
+  const std::vector<shard::BufferDesc>& buffers() const { return plan_.buffers(); }
+  // This rank's address of each registered buffer, in registration order.
+  const std::vector<void*>& pointers() const { return pointers_; }
+  int rank() const { return rank_; }
+
+  // The chunk engine of its steps, over its own teams (made by registerState).
+  engine::StateEngine& engine() { return *engine_; }
+
+ private:
+  friend Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Result<StateInput> input);
+
+  shard::ShardPlan plan_;
+  std::vector<void*> pointers_;
+  int rank_;
+  // Declared in creation order: the engine (and its step) goes before the teams it posts on.
+  StateTeams teams_;
+  std::unique_ptr<engine::StateEngine> engine_;
 };
 
 // Collective over `comm`. `input` is this rank's arguments, or why the C boundary could not read them: such a

@@ -1,0 +1,191 @@
+// The C boundary for steps: argument translation, the live-handle checks, and the state's chunk engine.
+#include <cstddef>
+#include <cstring>
+#include <memory>
+
+#include "api/guard.h"
+#include "api/state_handle.h"
+#include "api/validate.h"
+
+using psdp::Deadline;
+using psdp::Result;
+using psdp::Status;
+using psdp::api::checkOut;
+using psdp::api::checkState;
+using psdp::api::checkStep;
+using psdp::api::guarded;
+namespace engine = psdp::engine;
+
+namespace {
+
+static_assert(static_cast<int>(engine::ChunkState::kAwaitingGradients) == PSDP_CHUNK_AWAITING_GRADS &&
+                  static_cast<int>(engine::ChunkState::kGradientsReady) == PSDP_CHUNK_GRADS_READY &&
+                  static_cast<int>(engine::ChunkState::kReducing) == PSDP_CHUNK_REDUCING &&
+                  static_cast<int>(engine::ChunkState::kReduced) == PSDP_CHUNK_REDUCED &&
+                  static_cast<int>(engine::ChunkState::kUpdated) == PSDP_CHUNK_UPDATED &&
+                  static_cast<int>(engine::ChunkState::kGathering) == PSDP_CHUNK_GATHERING &&
+                  static_cast<int>(engine::ChunkState::kGathered) == PSDP_CHUNK_GATHERED,
+              "psdp_chunk_state_t mirrors engine::ChunkState");
+
+Result<bool> orderIsForward(int order, const char* field, bool default_forward) {
+  switch (order) {
+    case PSDP_STEP_ORDER_DEFAULT: return default_forward;
+    case PSDP_STEP_ORDER_FORWARD: return true;
+    case PSDP_STEP_ORDER_BACKWARD: return false;
+    default: return Status::invalidArgument("config: {} {} is not a psdp_step_order_t", field, order);
+  }
+}
+
+Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user) {
+  psdp_step_config_t c = PSDP_STEP_CONFIG_INITIALIZER;
+  if (user != nullptr) {
+    if (user->magic != PSDP_STEP_CONFIG_MAGIC) {
+      return Status::invalidArgument(
+          "config: magic is {:#x}, not PSDP_STEP_CONFIG_MAGIC: initialise it with PSDP_STEP_CONFIG_INITIALIZER",
+          user->magic);
+    }
+    if (user->size < offsetof(psdp_step_config_t, reduce_window)) {
+      return Status::invalidArgument("config: size {} is too small for a psdp_step_config_t", user->size);
+    }
+    std::memcpy(&c, user, std::min(user->size, sizeof(c)));
+  }
+  engine::StepConfig out;
+  out.reduce_window = c.reduce_window == 0 ? out.reduce_window : c.reduce_window;
+  out.gather_window = c.gather_window == 0 ? out.gather_window : c.gather_window;
+  PSDP_ASSIGN_OR_RETURN(out.reduce_forward, orderIsForward(c.reduce_order, "reduce_order", false));
+  PSDP_ASSIGN_OR_RETURN(bool gather_forward, orderIsForward(c.gather_order, "gather_order", true));
+  out.gather_backward = !gather_forward;
+  if (c.op != PSDP_SUM && c.op != PSDP_AVG) {
+    return Status::invalidArgument("config: op {} is neither PSDP_SUM nor PSDP_AVG", static_cast<int>(c.op));
+  }
+  out.op = c.op;
+  if (c.unused_grads != PSDP_UNUSED_GRADS_ERROR && c.unused_grads != PSDP_UNUSED_GRADS_ZERO) {
+    return Status::invalidArgument("config: unused_grads {} is not a psdp_unused_grads_t", c.unused_grads);
+  }
+  out.unused =
+      c.unused_grads == PSDP_UNUSED_GRADS_ZERO ? engine::UnusedGradients::kZero : engine::UnusedGradients::kError;
+  if (c.stream != nullptr) return Status::unsupported("config: stream: steps on CUDA memory are not in this build");
+  return out;
+}
+
+Deadline deadlineOf(double timeout_s) {
+  return timeout_s <= 0 ? Deadline::after(0) : Deadline::after(timeout_s);
+}
+
+Status checkTimeout(double timeout_s) {
+  if (!(timeout_s >= 0)) return Status::invalidArgument("timeout_s {} is negative or not a number", timeout_s);
+  return Status::ok();
+}
+
+// Frees a step's handle (its engine step is gone or going with it).
+void releaseStep(psdp_step_h step) {
+  psdp::api::unregisterStep(step);
+  step->state->step = nullptr;
+  delete step;
+}
+
+}  // namespace
+
+extern "C" {
+
+PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_config_t* config, psdp_step_h* step_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkState(state));
+    PSDP_RETURN_IF_ERROR(checkOut(step_p, "step_p"));
+    PSDP_ASSIGN_OR_RETURN(engine::StepConfig translated, translateStepConfig(config));
+    psdp::core::RegisteredState& registered = *state->impl;
+    auto handle = std::make_unique<psdp_step>();
+    handle->state = state;
+    const psdp::shard::ShardPlan& plan = registered.plan();
+    for (size_t c = 0; c < plan.chunks().size(); ++c) {
+      std::vector<psdp_owned_range_t>& ranges = handle->ranges.emplace_back();
+      for (const psdp::shard::OwnedRange& r : plan.ownedRanges(registered.rank(), c)) {
+        ranges.push_back(psdp_owned_range_t{r.buffer, static_cast<size_t>(r.offset), static_cast<size_t>(r.count)});
+      }
+    }
+    PSDP_ASSIGN_OR_RETURN(handle->impl, registered.engine().begin(translated));
+    state->step = handle.get();
+    psdp::api::registerStep(handle.get());
+    *step_p = handle.release();
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_grads_ready(psdp_step_h step, int buffer, size_t offset, size_t count) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    if (buffer == PSDP_STEP_ALL_BUFFERS) return step->impl->allGradientsReady();
+    return step->impl->gradientsReady(buffer, offset, count);
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_backward_done(psdp_step_h step) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    return step->impl->backwardDone();
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_next_chunk(psdp_step_h step, double timeout_s, psdp_step_chunk_t* chunk_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    PSDP_RETURN_IF_ERROR(checkOut(chunk_p, "chunk_p"));
+    PSDP_RETURN_IF_ERROR(checkTimeout(timeout_s));
+    PSDP_ASSIGN_OR_RETURN(std::optional<uint32_t> chunk, step->impl->nextChunk(deadlineOf(timeout_s)));
+    psdp_step_chunk_t out = PSDP_STEP_CHUNK_INITIALIZER;
+    out.remaining = step->impl->chunks() - step->impl->handedOut();
+    if (chunk) {
+      out.chunk = *chunk;
+      out.ranges = step->ranges[*chunk].data();
+      out.nranges = step->ranges[*chunk].size();
+    }
+    *chunk_p = out;
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_chunk_updated(psdp_step_h step, size_t chunk) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    if (chunk >= step->impl->chunks()) {
+      return Status::invalidArgument("chunk {} is not one of the step's {}", chunk, step->impl->chunks());
+    }
+    return step->impl->chunkUpdated(static_cast<uint32_t>(chunk));
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_wait_params(psdp_step_h step, int buffer, size_t offset, size_t count,
+                                             double timeout_s) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    PSDP_RETURN_IF_ERROR(checkTimeout(timeout_s));
+    return step->impl->waitParameters(buffer, offset, count, deadlineOf(timeout_s));
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_end(psdp_step_h step) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    psdp::engine::StateEngine& engine = step->state->impl->engine();
+    Status ended = engine.end(Deadline::never());
+    // A step that cannot end for the caller's reason (chunks not updated) stays; a failed one is dropped.
+    if (ended.code() == PSDP_ERR_INVALID_USAGE) return ended;
+    if (!ended.isOk()) engine.abandon();
+    releaseStep(step);
+    return ended;
+  });
+}
+
+PSDP_API psdp_status_t psdp_step_chunk_state(psdp_step_h step, size_t chunk, psdp_chunk_state_t* state_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    PSDP_RETURN_IF_ERROR(checkOut(state_p, "state_p"));
+    if (chunk >= step->impl->chunks()) {
+      return Status::invalidArgument("chunk {} is not one of the step's {}", chunk, step->impl->chunks());
+    }
+    *state_p = static_cast<psdp_chunk_state_t>(static_cast<int>(step->impl->chunkState(static_cast<uint32_t>(chunk))));
+    return Status::ok();
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,108 @@
+#include "engine/state_engine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/dtype.h"
+
+namespace psdp::engine {
+namespace {
+
+// What every rank of a step must share besides the step number and plan: the orders and the op.
+uint64_t orderingOf(const StepConfig& config) {
+  return (config.reduce_forward ? 1u : 0u) | (config.gather_backward ? 2u : 0u) |
+         (static_cast<uint64_t>(config.op) << 8);
+}
+
+const char* const kAgreedFields[] = {"step", "plan hash", "orders and op"};
+
+}  // namespace
+
+StateEngine::StateEngine(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers,
+                         std::vector<Team> teams)
+    : plan_(plan), rank_(rank), pointers_(pointers), teams_(std::move(teams)) {}
+
+StateEngine::~StateEngine() {
+  step_.reset();
+}
+
+// One all-gather of (step, plan hash, ordering) on each reduce team: a rank's shard group and its replica
+// group together link every rank to every other, so all agree once every team does.
+Status StateEngine::agree(const StepConfig& config) {
+  const uint64_t mine[3] = {next_step_, plan_.hash(), orderingOf(config)};
+  for (Stage stage : {Stage::kReduceInGroup, Stage::kReduceAcrossReplicas}) {
+    Team& team = teams_[static_cast<int>(stage)];
+    if (!team.exists()) continue;
+    const size_t n = team.world_ranks.size();
+    agreement_.assign(3 * n, 0);
+    std::copy(mine, mine + 3, agreement_.begin() + 3 * static_cast<ptrdiff_t>(team.rank));
+    PSDP_ASSIGN_OR_RETURN(
+        std::unique_ptr<coll::CollTask> task,
+        team.collectives->postAllGather(agreement_.data() + 3 * team.rank, agreement_.data(), 3, PSDP_UINT64));
+    PSDP_ASSIGN_OR_RETURN(std::shared_ptr<coll::Request> request, team.queue->post(std::move(task), false));
+    team.queue->wait(*request, Deadline::never());
+    PSDP_RETURN_IF_ERROR(request->status());
+    for (size_t r = 0; r < n; ++r) {
+      for (size_t f = 0; f < 3; ++f) {
+        if (agreement_[3 * r + f] == mine[f]) continue;
+        Status mismatch = Status::mismatch(
+            "step begin: rank {} has {} {}, this rank (rank {}) {}{}", team.world_ranks[r], kAgreedFields[f],
+            agreement_[3 * r + f], rank_, mine[f],
+            f == 0 ? (agreement_[3 * r] < mine[0] ? ": rank " + std::to_string(team.world_ranks[r]) + " lags"
+                                                  : ": this rank lags")
+                   : std::string());
+        for (Team& t : teams_) {
+          if (t.exists()) t.queue->abort(mismatch);
+        }
+        return mismatch;
+      }
+    }
+  }
+  return Status::ok();
+}
+
+Result<Step*> StateEngine::begin(const StepConfig& config) {
+  if (step_ != nullptr) {
+    return Status::invalidUsage("step {} has not ended: end it before beginning another", step_->id());
+  }
+  if (config.reduce_window == 0 || config.gather_window == 0) {
+    return Status::invalidArgument("a window of 0 chunks (reduce {}, gather {})", config.reduce_window,
+                                   config.gather_window);
+  }
+  if (config.op != PSDP_SUM && config.op != PSDP_AVG) {
+    return Status::invalidArgument("op {}: a step reduces gradients with sum or avg", static_cast<int>(config.op));
+  }
+  size_t grad_bytes = 0, param_bytes = 0;
+  for (const shard::Space& space : plan_.spaces()) {
+    if (!space.grad_dtype)
+      return Status::invalidArgument("the state registers no gradients: a step has nothing to reduce");
+    if (space.memory != shard::MemoryKind::kHost || space.grad_memory != shard::MemoryKind::kHost) {
+      return Status::unsupported("steps on CUDA memory: this build's engine runs on host memory only");
+    }
+    grad_bytes = std::max(grad_bytes, dtypeSize(*space.grad_dtype));
+    param_bytes = std::max(param_bytes, dtypeSize(space.dtype));
+  }
+  ChunkPacking packing(plan_, rank_, pointers_);
+  const size_t chunks = plan_.chunks().size();
+  PSDP_RETURN_IF_ERROR(pool_.reserve(std::min(config.reduce_window, chunks), packing.maxPackBytes(grad_bytes),
+                                     std::min(config.gather_window, chunks), packing.maxPackBytes(param_bytes)));
+  PSDP_RETURN_IF_ERROR(agree(config));
+  StepResources resources;
+  resources.plan = &plan_;
+  resources.rank = rank_;
+  resources.pointers = &pointers_;
+  for (int s = 0; s < kStageKinds; ++s) resources.teams[s] = &teams_[static_cast<size_t>(s)];
+  resources.pool = &pool_;
+  step_ = std::make_unique<Step>(resources, config, next_step_++);
+  return step_.get();
+}
+
+Status StateEngine::end(const Deadline& until) {
+  if (step_ == nullptr) return Status::invalidUsage("no step has begun");
+  PSDP_RETURN_IF_ERROR(step_->end(until));
+  step_.reset();
+  return Status::ok();
+}
+
+}  // namespace psdp::engine

@@ -1,0 +1,53 @@
+// The chunk engine of one registered state: the teams core made for it (one per stage kind, on the
+// registration's context), the pack buffers its steps share (engine/pack_pool.h), and the steps themselves,
+// one at a time, numbered from 0. Every rank begins its steps in the same sequence; begin() checks with
+// the state's peers that they agree on the step number, the plan and the step's ordering settings.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/pack_pool.h"
+#include "engine/step.h"
+#include "engine/team.h"
+#include "shard/shard_plan.h"
+
+namespace psdp::engine {
+
+class StateEngine {
+ public:
+  // teams: by stage kind; the replica ones empty (no collectives) when G == W. REQUIRES: each shard team's
+  // rank is this rank's member and each replica team's its replica (plan layout); plan and pointers outlive
+  // the engine.
+  StateEngine(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers, std::vector<Team> teams);
+  ~StateEngine();
+
+  // Begins the next step. Collective over the state's teams (one small all-gather on each reduce team).
+  // Errors: invalid argument (a window of 0, an op other than sum or avg, a plan without gradients or with
+  // CUDA memory: unsupported), invalid usage (the previous step has not ended), mismatch (a peer is at
+  // another step, or has another plan or ordering: names it), system (the pack buffers), the teams' errors.
+  Result<Step*> begin(const StepConfig& config);
+  // Ends the current step (Step::end); the next begin() may follow once it returned OK.
+  Status end(const Deadline& until);
+  Step* current() { return step_.get(); }
+  // Drops the current step, ended or not (a step left in flight fails its teams: see Step).
+  void abandon() { step_.reset(); }
+
+  size_t packBytes() const { return pool_.bytes(); }
+
+ private:
+  Status agree(const StepConfig& config);
+
+  const shard::ShardPlan& plan_;
+  const int rank_;
+  const std::vector<void*>& pointers_;
+  std::vector<Team> teams_;
+  PackPool pool_;
+  std::vector<uint64_t> agreement_;  // all-gather buffer of begin()
+  uint64_t next_step_ = 0;
+  std::unique_ptr<Step> step_;
+};
+
+}  // namespace psdp::engine

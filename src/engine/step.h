@@ -1,0 +1,137 @@
+// One training step of a registered state, chunk by chunk (docs/chunk-engine.md): the framework reports
+// gradients ready, takes reduced chunks, updates their owned pieces and marks them updated; the step posts
+// each chunk's collectives on the state's teams as its schedule (engine/chunk_schedule.h) allows, packing and
+// unpacking through pooled buffers (engine/chunk_packing.h).
+//
+// Progress: collectives move in the context's driver (its thread, or whichever thread waits). The step
+// itself moves, posting what the schedule allows and finishing stages that completed (storing the reduced
+// owned piece into the gradient buffers, unpacking gathered parameters), inside its calls: every call
+// looks, and the waiting calls (nextChunk, waitParameters, end) look whenever a collective completes. So a
+// framework that polls nextChunk in its update loop keeps the pipeline going.
+//
+// Threading: every call may come from any thread (a backward hook reporting gradients on an autograd
+// thread while the training thread waits in nextChunk): the calls are serialised, and the waiting ones let
+// the others in while they wait.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "engine/chunk_packing.h"
+#include "engine/chunk_schedule.h"
+#include "engine/gradient_readiness.h"
+#include "engine/pack_pool.h"
+#include "engine/team.h"
+#include "shard/shard_plan.h"
+
+namespace psdp::engine {
+
+// What to do at backwardDone() with gradients never reported.
+enum class UnusedGradients : uint8_t {
+  kError,  // the step fails, naming the first buffer and range
+  kZero,   // zeros are written into those ranges of the gradient buffers, which then count as ready
+};
+
+struct StepConfig {
+  size_t reduce_window = 2;      // chunks in their reductions at once
+  size_t gather_window = 2;      // chunks in their gathers at once
+  bool reduce_forward = false;   // reductions in chunk order; default: backward (the last chunk first)
+  bool gather_backward = false;  // gathers from the last chunk; default: forward
+  psdp_op_t op = PSDP_SUM;       // PSDP_SUM or PSDP_AVG of the gradients over the ranks
+  UnusedGradients unused = UnusedGradients::kError;
+};
+
+// Everything a step runs on, owned by the state's engine (engine/state_engine.h), which outlives its steps.
+struct StepResources {
+  const shard::ShardPlan* plan = nullptr;
+  int rank = 0;
+  const std::vector<void*>* pointers = nullptr;  // this rank's registered buffers
+  // By stage kind (engine::Stage); the replica teams exist only with replicas (G < W).
+  Team* teams[kStageKinds] = {};
+  PackPool* pool = nullptr;
+};
+
+class Step {
+ public:
+  // REQUIRES: config checked (StateEngine::begin does), resources valid for the step's life.
+  Step(const StepResources& resources, const StepConfig& config, uint64_t id);
+  ~Step();
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
+
+  uint64_t id() const { return id_; }
+
+  // Gradients [offset, offset + count) of `buffer` (a gradient, or its parameter) are final for this step.
+  // Errors: as GradientReadiness::report; the step's failure.
+  Status gradientsReady(int buffer, uint64_t offset, uint64_t count);
+  // Every gradient not reported yet is ready (the framework's "all"). Errors: invalid usage after
+  // backwardDone(); the step's failure.
+  Status allGradientsReady();
+  // Every gradient of the step has been reported, or never will be: those not reported are handled by the
+  // unused policy. Errors: invalid usage naming the first unreported buffer and range (kError: the step is
+  // then failed, and so are its teams, so that the other ranks learn it at once).
+  Status backwardDone();
+
+  // The next reduced chunk not yet handed out, waiting for one until `until`. nullopt: none became ready in
+  // time, or every chunk has been handed out already (allHandedOut()). Errors: the step's failure (a
+  // collective's error: remote, timeout, mismatch).
+  Result<std::optional<uint32_t>> nextChunk(const Deadline& until);
+  size_t handedOut() const;
+  // The framework has written the chunk's owned parameters: its gathers may start. Errors: invalid usage (not
+  // handed out, or updated already).
+  Status chunkUpdated(uint32_t chunk);
+  // Waits until the parameters [offset, offset + count) of `buffer` are gathered, or `until` (timeout).
+  // Errors: invalid argument (the range), invalid usage (a chunk it needs cannot be gathered before the
+  // framework updates a chunk: names both), timeout, the step's failure.
+  Status waitParameters(int buffer, uint64_t offset, uint64_t count, const Deadline& until);
+  // Waits until every chunk is gathered, then ends the step. Errors: invalid usage (chunks not updated yet:
+  // names the first), timeout, the step's failure.
+  Status end(const Deadline& until);
+
+  ChunkState chunkState(uint32_t chunk) const;
+  // "chunk 3: reducing (reduce across replicas posted)".
+  std::string describe(uint32_t chunk) const;
+  size_t chunks() const { return schedule_.chunks(); }
+
+ private:
+  struct InFlight {
+    uint32_t chunk;
+    Stage stage;
+    std::shared_ptr<coll::Request> request;
+  };
+
+  // Finishes completed stages and posts what the schedule allows. Errors: the first failed collective.
+  Status pump();
+  Status finish(const InFlight& done);
+  Status post(const Post& post);
+  // Waits until some collective in flight completes or `until`, without the lock meanwhile; false when
+  // nothing is in flight.
+  bool waitForAny(std::unique_lock<std::mutex>& lock, const Deadline& until);
+  bool allHandedOut() const { return handed_out_ == schedule_.chunks(); }
+  Status fail(Status status);
+  std::byte* packOf(uint32_t chunk) const { return pack_of_[chunk]; }
+  size_t gradBytes(uint32_t chunk) const;
+  size_t paramBytes(uint32_t chunk) const;
+
+  mutable std::mutex mutex_;  // guards everything below
+  const StepResources resources_;
+  const StepConfig config_;
+  const uint64_t id_;
+  ChunkPacking packing_;
+  ChunkSchedule schedule_;
+  GradientReadiness readiness_;
+  std::vector<InFlight> in_flight_;
+  std::vector<std::byte*> pack_of_;  // per chunk: its pack buffer while it is in a phase
+  size_t handed_out_ = 0;
+  bool backward_done_ = false;
+  Status failure_;
+  std::vector<uint32_t> completed_;  // scratch for readiness reports
+};
+
+}  // namespace psdp::engine
