@@ -169,7 +169,7 @@ PSDP_API psdp_status_t psdp_step_end(psdp_step_h step) {
     psdp::engine::StateEngine& engine = step->state->impl->engine();
     Status ended = engine.end(Deadline::never());
     // A step that cannot end for the caller's reason (chunks not updated) stays; a failed one is dropped.
-    if (ended.code() == PSDP_ERR_INVALID_USAGE) return ended;
+    if (!ended.isOk() && !step->impl->failed()) return ended;
     if (!ended.isOk()) engine.abandon();
     releaseStep(step);
     return ended;

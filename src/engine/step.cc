@@ -84,6 +84,11 @@ std::string Step::describe(uint32_t chunk) const {
   return schedule_.describe(chunk);
 }
 
+bool Step::failed() const {
+  std::lock_guard lock(mutex_);
+  return !failure_.isOk();
+}
+
 size_t Step::handedOut() const {
   std::lock_guard lock(mutex_);
   return handed_out_;

@@ -83,6 +83,8 @@ class Step {
   // collective's error: remote, timeout, mismatch).
   Result<std::optional<uint32_t>> nextChunk(const Deadline& until);
   size_t handedOut() const;
+  // Whether the step has failed (and so can only be dropped).
+  bool failed() const;
   // The framework has written the chunk's owned parameters: its gathers may start. Errors: invalid usage (not
   // handed out, or updated already).
   Status chunkUpdated(uint32_t chunk);

@@ -14,6 +14,7 @@ size_t n, shard_n;
 int rank, host_id;
 /* What a later snippet takes from an earlier one (README's sharded-state recipe). */
 psdp_plan_h plan;
+psdp_state_h registered;
 psdp_comm_h shard_comm, replica_comm;
 int* layout;
 int G, p;

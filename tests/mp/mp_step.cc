@@ -5,17 +5,21 @@
 // after every step. Also: the owned gradients equal the reduced sum when handed out; parameter waits before
 // the end; a collective of the user's on the world communicator in the middle of a step; unused gradients
 // (one rank never reports a buffer in one step, with unused gradients treated as zero).
+// With --over-time, backward is simulated: gradients are reported from the last element to the first, 1 ms
+// of "compute" apart, and the first chunks must be reduced and handed out before the last gradients are.
 //   mp_step [--group G] [--level group|world] [--window N] [--chunk-bytes B] [--steps S] [--adam]
-//           [--update-after-all] [--forward-reductions] [--unused]
+//           [--update-after-all] [--forward-reductions] [--unused] [--over-time]
 #include <psdp/psdp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mp_report.h"
@@ -34,6 +38,7 @@ struct Options {
   bool update_after_all = false;
   bool forward_reductions = false;
   bool unused = false;
+  bool over_time = false;
 };
 
 // Counts that neither the chunk nor the alignment divides.
@@ -204,14 +209,30 @@ class Framework {
         at_elem += n;
       }
     }
-    std::shuffle(pieces.begin(), pieces.end(), random_);
+    if (o_.over_time) {
+      // As backward produces them: the last buffer's last elements first.
+      std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+        const size_t ba = static_cast<size_t>(a.buffer) % kCounts.size(),
+                     bb = static_cast<size_t>(b.buffer) % kCounts.size();
+        return ba != bb ? ba > bb : a.offset > b.offset;
+      });
+    } else {
+      std::shuffle(pieces.begin(), pieces.end(), random_);
+    }
     // Now and then the rest in one call.
-    const bool all_at_end = !o_.unused && random_() % 3 == 0;
+    const bool all_at_end = !o_.unused && !o_.over_time && random_() % 3 == 0;
     const size_t reported = all_at_end ? pieces.size() / 2 : pieces.size();
     for (size_t p = 0; p < reported; ++p) {
+      // The compute of the next gradients (not synchronisation: nothing waits for it).
+      if (o_.over_time) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       s = psdp_step_grads_ready(step_, pieces[p].buffer, pieces[p].offset, pieces[p].count);
       report_.check(s == PSDP_SUCCESS, at + "grads_ready: " + why(nullptr, s));
-      if (p % 4 == 0) poll(0.0, at);
+      if (o_.over_time || p % 4 == 0) poll(0.0, at);
+    }
+    if (o_.over_time) {
+      report_.check(updated_ + held_.size() > 0,
+                    at + "no chunk was handed out before the last gradients were reported (" +
+                        std::to_string(pieces.size()) + " reports, 1 ms apart)");
     }
     if (all_at_end) {
       s = psdp_step_grads_ready(step_, PSDP_STEP_ALL_BUFFERS, 0, 0);
