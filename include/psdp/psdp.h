@@ -904,6 +904,13 @@ typedef enum psdp_step_order {
   PSDP_STEP_ORDER_MAX_ENUM = 0x7fffffff
 } psdp_step_order_t;
 
+typedef enum psdp_step_mode {
+  PSDP_STEP_PIPELINED = 0, /* chunks (or groups of chunks_per_transfer) reduced and gathered with many in flight */
+  PSDP_STEP_BULK = 1,      /* one reduction of each whole flat space, every update, then one gather: the
+                              baseline of frameworks without pipelining, measured in the same binary */
+  PSDP_STEP_MODE_MAX_ENUM = 0x7fffffff
+} psdp_step_mode_t;
+
 typedef enum psdp_unused_grads {
   PSDP_UNUSED_GRADS_ERROR = 0, /* psdp_step_backward_done fails naming the first range never reported */
   PSDP_UNUSED_GRADS_ZERO = 1,  /* those ranges of the gradient buffers are zeroed and count as reported */
@@ -924,11 +931,14 @@ typedef struct psdp_step_config {
   int gather_order;       /* a psdp_step_order_t; default forward */
   psdp_op_t op;           /* PSDP_SUM (default) or PSDP_AVG */
   int unused_grads;       /* a psdp_unused_grads_t */
+  int mode;               /* a psdp_step_mode_t; default pipelined */
+  size_t chunks_per_transfer; /* pipelined: consecutive chunks of a space whose collectives run together
+                                 (small chunks grouped); 0: 1 */
   void* stream;           /* reserved for steps on CUDA memory: NULL */
 } psdp_step_config_t;
 
 #define PSDP_STEP_CONFIG_INITIALIZER \
-  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, NULL }
+  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, 0, 0, NULL }
 
 /* psdp_step_chunk_t.chunk when no chunk was handed out. */
 #define PSDP_STEP_NO_CHUNK ((size_t)-1)

@@ -1,4 +1,5 @@
 // The C boundary for steps: argument translation, the live-handle checks, and the state's chunk engine.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -64,6 +65,10 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user) {
   }
   out.unused =
       c.unused_grads == PSDP_UNUSED_GRADS_ZERO ? engine::UnusedGradients::kZero : engine::UnusedGradients::kError;
+  if (c.mode != PSDP_STEP_PIPELINED && c.mode != PSDP_STEP_BULK) {
+    return Status::invalidArgument("config: mode {} is not a psdp_step_mode_t", c.mode);
+  }
+  out.chunks_per_transfer = c.mode == PSDP_STEP_BULK ? 0 : std::max<size_t>(1, c.chunks_per_transfer);
   if (c.stream != nullptr) return Status::unsupported("config: stream: steps on CUDA memory are not in this build");
   return out;
 }

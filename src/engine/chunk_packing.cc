@@ -7,8 +7,37 @@
 
 namespace psdp::engine {
 
-ChunkPacking::ChunkPacking(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers)
+std::vector<Transfer> groupChunks(const shard::ShardPlan& plan, size_t chunks_per_transfer) {
+  const bool world_level = plan.config().level == shard::ShardLevel::kWorld;
+  const auto replicas = static_cast<uint64_t>(plan.layout().replicas());
+  std::vector<Transfer> transfers;
+  for (const shard::Space& space : plan.spaces()) {
+    for (size_t first = 0; first < space.chunks.size();) {
+      const size_t n = chunks_per_transfer == 0 ? space.chunks.size() - first
+                                                : std::min(chunks_per_transfer, space.chunks.size() - first);
+      Transfer t;
+      for (size_t i = first; i < first + n; ++i) {
+        const shard::Chunk& c = plan.chunks()[space.chunks[i]];
+        t.chunks.push_back(static_cast<uint32_t>(space.chunks[i]));
+        t.offset.push_back(t.part);
+        t.part += world_level ? c.padded_world_piece : c.padded_group_piece;
+      }
+      t.block = world_level ? t.part * replicas : t.part;
+      transfers.push_back(std::move(t));
+      first += n;
+    }
+  }
+  // Chunks are numbered by space and then offset, so the transfers are in chunk order already; sorting by
+  // their first chunk keeps it so whatever the spaces' order.
+  std::sort(transfers.begin(), transfers.end(),
+            [](const Transfer& a, const Transfer& b) { return a.chunks.front() < b.chunks.front(); });
+  return transfers;
+}
+
+ChunkPacking::ChunkPacking(const shard::ShardPlan& plan, const std::vector<Transfer>& transfers, int rank,
+                           const std::vector<void*>& pointers)
     : plan_(plan),
+      transfers_(transfers),
       pointers_(pointers),
       gradient_of_(plan.buffers().size(), -1),
       group_(plan.layout().groupSize()),
@@ -17,50 +46,77 @@ ChunkPacking::ChunkPacking(const shard::ShardPlan& plan, int rank, const std::ve
       replica_(plan.layout().position(rank).replica),
       world_level_(plan.config().level == shard::ShardLevel::kWorld) {
   for (size_t b = 0; b < plan.buffers().size(); ++b) {
-    if (plan.buffers()[b].role == shard::Role::kGradient) gradient_of_[plan.parameterOf(static_cast<int>(b))] = b;
+    if (plan.buffers()[b].role == shard::Role::kGradient) {
+      gradient_of_[static_cast<size_t>(plan.parameterOf(static_cast<int>(b)))] = static_cast<int>(b);
+    }
   }
-}
-
-uint64_t ChunkPacking::blockElems(size_t chunk) const {
-  const shard::Chunk& c = plan_.chunks()[chunk];
-  return world_level_ ? c.padded_world_piece * static_cast<uint64_t>(replicas_) : c.padded_group_piece;
 }
 
 size_t ChunkPacking::maxPackBytes(size_t elem_bytes) const {
   uint64_t most = 0;
-  for (size_t c = 0; c < plan_.chunks().size(); ++c) most = std::max(most, packElems(c));
+  for (size_t t = 0; t < transfers_.size(); ++t) most = std::max(most, packElems(t));
   return static_cast<size_t>(most) * elem_bytes;
 }
 
-std::vector<PackedSegment> ChunkPacking::segments(size_t chunk) const {
+void ChunkPacking::appendSegments(size_t t, size_t i, bool owned_only, std::vector<PackedSegment>& out) const {
+  const Transfer& transfer = transfers_[t];
+  const uint32_t chunk = transfer.chunks[i];
   const shard::PieceSplit split = plan_.pieceSplit(chunk);
-  const shard::Chunk& c = plan_.chunks()[chunk];
-  const uint64_t block = blockElems(chunk);
-  std::vector<PackedSegment> out;
   for (int g = 0; g < group_; ++g) {
+    if (owned_only && g != member_) continue;
+    const uint64_t block_at = static_cast<uint64_t>(g) * transfer.block + transfer.offset[i];
     if (!world_level_) {
       const shard::Extent piece = split.groupPiece(static_cast<uint64_t>(g));
-      out.push_back({piece.begin, static_cast<uint64_t>(g) * block, piece.count});
+      out.push_back({chunk, piece.begin, block_at, piece.count});
       continue;
     }
     for (int k = 0; k < replicas_; ++k) {
+      if (owned_only && k != replica_) continue;
       const shard::Extent piece = split.worldPiece(static_cast<uint64_t>(g), static_cast<uint64_t>(k));
-      out.push_back({piece.begin, static_cast<uint64_t>(g) * block + static_cast<uint64_t>(k) * c.padded_world_piece,
-                     piece.count});
+      out.push_back({chunk, piece.begin, block_at + static_cast<uint64_t>(k) * transfer.part, piece.count});
     }
   }
+}
+
+std::optional<InPlace> ChunkPacking::inPlace(size_t t) const {
+  const Transfer& transfer = transfers_[t];
+  if (transfer.chunks.size() != 1) return std::nullopt;
+  const uint32_t chunk = transfer.chunks[0];
+  std::vector<PackedSegment> all;
+  appendSegments(t, 0, false, all);
+  // Every piece full (no padding) and where the pack buffer would hold it, relative to the chunk's start: the
+  // pieces then tile the chunk exactly as the blocks (and parts) tile a pack buffer.
+  const uint64_t padded = world_level_ ? transfer.part : transfer.block;
+  for (const PackedSegment& segment : all) {
+    if (segment.chunk_offset != segment.packed || segment.count != padded) return std::nullopt;
+  }
+  const shard::Chunk& c = plan_.chunks()[chunk];
+  const shard::Space& space = plan_.spaces()[static_cast<size_t>(c.space)];
+  const size_t i =
+      static_cast<size_t>(std::upper_bound(space.starts.begin(), space.starts.end(), c.begin) - space.starts.begin()) -
+      1;
+  if (c.begin + c.count > space.starts[i + 1]) return std::nullopt;  // spans two buffers
+  const int param = space.buffers[i];
+  const uint64_t offset = c.begin - space.starts[i];
+  return InPlace{static_cast<std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]) + offset * gradBytes(t),
+                 static_cast<std::byte*>(pointers_[static_cast<size_t>(param)]) + offset * paramBytes(t)};
+}
+
+std::vector<PackedSegment> ChunkPacking::segments(size_t t) const {
+  std::vector<PackedSegment> out;
+  for (size_t i = 0; i < transfers_[t].chunks.size(); ++i) appendSegments(t, i, false, out);
   return out;
 }
 
-PackedSegment ChunkPacking::ownedSegment(size_t chunk) const {
-  const size_t index =
-      world_level_ ? static_cast<size_t>(member_ * replicas_ + replica_) : static_cast<size_t>(member_);
-  return segments(chunk)[index];
+std::vector<PackedSegment> ChunkPacking::ownedSegments(size_t t) const {
+  std::vector<PackedSegment> out;
+  for (size_t i = 0; i < transfers_[t].chunks.size(); ++i) appendSegments(t, i, true, out);
+  return out;
 }
 
 template <typename Fn>
-void ChunkPacking::forEachRun(size_t chunk, const PackedSegment& segment, Fn fn) const {
-  const shard::Chunk& c = plan_.chunks()[chunk];
+void ChunkPacking::forEachRun(const PackedSegment& segment, Fn fn) const {
+  const shard::Chunk& c = plan_.chunks()[segment.chunk];
   const shard::Space& space = plan_.spaces()[static_cast<size_t>(c.space)];
   uint64_t at = c.begin + segment.chunk_offset;
   const uint64_t end = at + segment.count;
@@ -75,40 +131,54 @@ void ChunkPacking::forEachRun(size_t chunk, const PackedSegment& segment, Fn fn)
   }
 }
 
-void ChunkPacking::packGradients(size_t chunk, std::byte* pack) const {
-  const size_t esize = dtypeSize(*plan_.spaces()[static_cast<size_t>(plan_.chunks()[chunk].space)].grad_dtype);
-  std::memset(pack, 0, static_cast<size_t>(packElems(chunk)) * esize);
-  for (const PackedSegment& segment : segments(chunk)) {
-    forEachRun(chunk, segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
+size_t ChunkPacking::gradBytes(size_t t) const {
+  return dtypeSize(*plan_.spaces()[static_cast<size_t>(plan_.chunks()[transfers_[t].chunks[0]].space)].grad_dtype);
+}
+
+size_t ChunkPacking::paramBytes(size_t t) const {
+  return dtypeSize(plan_.spaces()[static_cast<size_t>(plan_.chunks()[transfers_[t].chunks[0]].space)].dtype);
+}
+
+void ChunkPacking::packGradients(size_t t, std::byte* pack) const {
+  const size_t esize = gradBytes(t);
+  std::memset(pack, 0, static_cast<size_t>(packElems(t)) * esize);
+  for (const PackedSegment& segment : segments(t)) {
+    forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       const auto* grads = static_cast<const std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]);
       std::memcpy(pack + packed * esize, grads + offset * esize, n * esize);
     });
   }
 }
 
-void ChunkPacking::storeOwnedGradients(size_t chunk, const std::byte* pack) const {
-  const size_t esize = dtypeSize(*plan_.spaces()[static_cast<size_t>(plan_.chunks()[chunk].space)].grad_dtype);
-  forEachRun(chunk, ownedSegment(chunk), [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
-    auto* grads = static_cast<std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]);
-    std::memcpy(grads + offset * esize, pack + packed * esize, n * esize);
-  });
+void ChunkPacking::storeOwnedGradients(size_t t, const std::byte* pack) const {
+  const size_t esize = gradBytes(t);
+  for (const PackedSegment& segment : ownedSegments(t)) {
+    forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
+      auto* grads = static_cast<std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]);
+      std::memcpy(grads + offset * esize, pack + packed * esize, n * esize);
+    });
+  }
 }
 
-void ChunkPacking::packOwnedParameters(size_t chunk, std::byte* pack) const {
-  const size_t esize = dtypeSize(plan_.spaces()[static_cast<size_t>(plan_.chunks()[chunk].space)].dtype);
-  const PackedSegment owned = ownedSegment(chunk);
-  const uint64_t padded = world_level_ ? plan_.chunks()[chunk].padded_world_piece : blockElems(chunk);
-  std::memset(pack + owned.packed * esize, 0, static_cast<size_t>(padded) * esize);
-  forEachRun(chunk, owned, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
-    const auto* params = static_cast<const std::byte*>(pointers_[static_cast<size_t>(param)]);
-    std::memcpy(pack + packed * esize, params + offset * esize, n * esize);
-  });
+void ChunkPacking::packOwnedParameters(size_t t, std::byte* pack) const {
+  const size_t esize = paramBytes(t);
+  const Transfer& transfer = transfers_[t];
+  // The rank's place: its part of its block (level world) or its whole block.
+  const uint64_t place = static_cast<uint64_t>(member_) * transfer.block +
+                         (world_level_ ? static_cast<uint64_t>(replica_) * transfer.part : 0);
+  std::memset(pack + place * esize, 0, static_cast<size_t>(transfer.part) * esize);
+  for (const PackedSegment& segment : ownedSegments(t)) {
+    forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
+      const auto* params = static_cast<const std::byte*>(pointers_[static_cast<size_t>(param)]);
+      std::memcpy(pack + packed * esize, params + offset * esize, n * esize);
+    });
+  }
 }
 
-void ChunkPacking::unpackParameters(size_t chunk, const std::byte* pack) const {
-  const size_t esize = dtypeSize(plan_.spaces()[static_cast<size_t>(plan_.chunks()[chunk].space)].dtype);
-  for (const PackedSegment& segment : segments(chunk)) {
-    forEachRun(chunk, segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
+void ChunkPacking::unpackParameters(size_t t, const std::byte* pack) const {
+  const size_t esize = paramBytes(t);
+  for (const PackedSegment& segment : segments(t)) {
+    forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       auto* params = static_cast<std::byte*>(pointers_[static_cast<size_t>(param)]);
       std::memcpy(params + offset * esize, pack + packed * esize, n * esize);
     });

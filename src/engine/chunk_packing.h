@@ -1,74 +1,106 @@
-// Where a chunk's elements go in the buffers its collectives run on, and back: the one place where the
+// Where a transfer's elements go in the buffer its collectives run on, and back: the one place where the
 // plan's pieces (unequal, the larger last, spanning several user buffers) meet the collectives' equal
 // blocks.
 //
-// A chunk's collectives run on one pack buffer of G blocks of `block` elements. Level group: block g is
-// group piece g, zero-padded to padded_group_piece. Level world: block g is the R world pieces of group piece
-// g, world piece (g, k) at k * padded_world_piece, each zero-padded. Every collective then runs in place:
-//   reduce in group     reduce-scatter over the shard team, block `member` of the buffer as output;
-//   reduce across       level group: all-reduce of that block over the replica team; level world:
-//   replicas            reduce-scatter of it, world piece `replica` of the block as output;
-//   gather across       level world: all-gather of the world pieces into the block;
-//   replicas
-//   gather in group     all-gather of the blocks.
-// So a group piece is never repacked between the group and the replica stages, and the collectives'
-// block split (equal counts) never sees the pieces' unequal sizes.
+// A transfer is one or more consecutive chunks of one space whose collectives run together (one chunk by
+// default; every chunk of the space in bulk mode; a few small ones grouped). Its collectives run on one pack
+// buffer of G blocks of B elements:
+//   level group: block g holds group piece g of each of its chunks, one after the other, each zero-padded to
+//                the chunk's padded_group_piece (B is their sum);
+//   level world: block g holds R parts of P elements, part k holding world piece (g, k) of each chunk, each
+//                zero-padded to the chunk's padded_world_piece (P is their sum, B = R * P).
+// Every collective then runs in place on the same buffer:
+//   reduce in group          reduce-scatter over the shard team, block `member` as output;
+//   reduce across replicas   level group: all-reduce of that block; level world: reduce-scatter of it over
+//                            the replica team, part `replica` as output;
+//   gather across replicas   level world: all-gather of the parts into the block;
+//   gather in group          all-gather of the blocks.
+// So a group piece is never repacked between the group and the replica stages, and no collective sees the
+// pieces' unequal sizes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "shard/shard_plan.h"
 
 namespace psdp::engine {
 
+struct Transfer {
+  std::vector<uint32_t> chunks;  // consecutive chunks of one space
+  uint64_t block = 0;            // B
+  uint64_t part = 0;             // P: the replica stages' count per rank (level world); B at level group
+  std::vector<uint64_t> offset;  // per chunk of it: where its pieces start within a part (world) or block (group)
+};
+
+// The plan's chunks grouped into transfers of `chunks_per_transfer` consecutive chunks of one space (0: every
+// chunk of a space in one transfer), in chunk order.
+std::vector<Transfer> groupChunks(const shard::ShardPlan& plan, size_t chunks_per_transfer);
+
 // A run of a chunk's elements: `count` elements from chunk-relative element `chunk_offset`, at element
-// `packed` of the pack buffer.
+// `packed` of the transfer's pack buffer.
 struct PackedSegment {
+  uint32_t chunk = 0;
   uint64_t chunk_offset = 0;
   uint64_t packed = 0;
   uint64_t count = 0;
 };
 
+// A transfer that needs no packing: one chunk inside one parameter buffer (and its gradient) whose pieces are
+// all exactly their padded size, so that the chunk's own elements are the pack buffer's layout. Its
+// collectives run in place on the user's buffers: the reduction leaves the owned piece reduced where it
+// belongs, the gather reads the owned parameters where the framework wrote them.
+struct InPlace {
+  std::byte* gradients = nullptr;   // the chunk's first gradient element
+  std::byte* parameters = nullptr;  // its first parameter element
+};
+
 class ChunkPacking {
  public:
   // pointers: this rank's registered buffers, by plan buffer index. REQUIRES: the plan's buffers are host
-  // memory; pointers outlive the packing.
-  ChunkPacking(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers);
+  // memory; plan, transfers and pointers outlive the packing.
+  ChunkPacking(const shard::ShardPlan& plan, const std::vector<Transfer>& transfers, int rank,
+               const std::vector<void*>& pointers);
 
-  // Elements of one block, and of the pack buffer (G blocks), of `chunk`.
-  uint64_t blockElems(size_t chunk) const;
-  uint64_t packElems(size_t chunk) const { return blockElems(chunk) * static_cast<uint64_t>(group_); }
-  // The largest pack buffer of any chunk, in bytes, for elements of `elem_bytes`.
+  const Transfer& transfer(size_t t) const { return transfers_[t]; }
+  // Elements of the pack buffer of transfer t (G blocks), and the largest of any, in bytes of `elem_bytes`.
+  uint64_t packElems(size_t t) const { return transfers_[t].block * static_cast<uint64_t>(group_); }
   size_t maxPackBytes(size_t elem_bytes) const;
 
   // This rank's place: member of its shard group, replica of its replica group.
   int member() const { return member_; }
   int replica() const { return replica_; }
 
-  // Every piece of `chunk` at its place in the pack buffer (level group: G segments, level world: G * R).
-  std::vector<PackedSegment> segments(size_t chunk) const;
-  // The segment this rank owns.
-  PackedSegment ownedSegment(size_t chunk) const;
+  // Where transfer t runs in place, if it can (see InPlace).
+  std::optional<InPlace> inPlace(size_t t) const;
 
-  // Copies `chunk`'s gradients into `pack` (grad dtype), zeroing the padding.
-  void packGradients(size_t chunk, std::byte* pack) const;
-  // Copies the reduced owned piece from `pack` into this rank's gradient buffers at its owned ranges.
-  void storeOwnedGradients(size_t chunk, const std::byte* pack) const;
-  // Copies this rank's owned parameters into their place in `pack` (param dtype), zeroing that segment's
-  // padding.
-  void packOwnedParameters(size_t chunk, std::byte* pack) const;
+  // Every piece of transfer t's chunks at its place in the pack buffer.
+  std::vector<PackedSegment> segments(size_t t) const;
+  // The pieces this rank owns, one per chunk.
+  std::vector<PackedSegment> ownedSegments(size_t t) const;
+
+  // Copies the transfer's gradients into `pack` (grad dtype), zeroing the padding.
+  void packGradients(size_t t, std::byte* pack) const;
+  // Copies the reduced owned pieces from `pack` into this rank's gradient buffers at its owned ranges.
+  void storeOwnedGradients(size_t t, const std::byte* pack) const;
+  // Copies this rank's owned parameters into their place in `pack` (param dtype), zeroing that place first.
+  void packOwnedParameters(size_t t, std::byte* pack) const;
   // Copies every piece of the gathered `pack` into the parameter buffers.
-  void unpackParameters(size_t chunk, const std::byte* pack) const;
+  void unpackParameters(size_t t, const std::byte* pack) const;
 
  private:
-  // Calls fn(buffer pointer base of parameter p's or its gradient's buffer, offset in it, n, packed offset)
-  // for the elements [chunk_offset, +count) of `chunk`, split where a buffer ends.
+  // The segments of chunk transfers_[t].chunks[i]; owned_only: this rank's alone.
+  void appendSegments(size_t t, size_t i, bool owned_only, std::vector<PackedSegment>& out) const;
+  // Calls fn(parameter buffer, offset in it, n, packed offset) for a segment, split where a buffer ends.
   template <typename Fn>
-  void forEachRun(size_t chunk, const PackedSegment& segment, Fn fn) const;
+  void forEachRun(const PackedSegment& segment, Fn fn) const;
+  size_t gradBytes(size_t t) const;
+  size_t paramBytes(size_t t) const;
 
   const shard::ShardPlan& plan_;
+  const std::vector<Transfer>& transfers_;
   const std::vector<void*>& pointers_;
   std::vector<int> gradient_of_;  // per buffer: the gradient paired with a parameter, or -1
   int group_;

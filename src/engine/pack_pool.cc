@@ -15,16 +15,11 @@ void PackPool::release(std::vector<Buffer>& buffers) {
 }
 
 Status PackPool::grow(std::vector<Buffer>& buffers, size_t count, size_t bytes) {
-  bool large_enough = buffers.size() >= count;
-  for (const Buffer& b : buffers) large_enough = large_enough && b.bytes >= bytes;
-  if (large_enough) return Status::ok();
-  release(buffers);
-  for (size_t i = 0; i < count; ++i) {
+  size_t fitting = 0;
+  for (const Buffer& b : buffers) fitting += b.bytes >= bytes ? 1 : 0;
+  for (; fitting < count; ++fitting) {
     Result<void*> memory = transport::allocateShareableMemory(bytes == 0 ? 1 : bytes);
-    if (!memory.isOk()) {
-      release(buffers);
-      return memory.status().withContext(fmt::format("{} pack buffers of {} bytes", count, bytes));
-    }
+    if (!memory.isOk()) return memory.status().withContext(fmt::format("{} pack buffers of {} bytes", count, bytes));
     buffers.push_back(Buffer{static_cast<std::byte*>(memory.value()), bytes, false});
   }
   return Status::ok();
@@ -35,14 +30,14 @@ Status PackPool::reserve(size_t reduce, size_t reduce_bytes, size_t gather, size
   return grow(gather_, gather, gather_bytes);
 }
 
-std::byte* PackPool::take(std::vector<Buffer>& buffers) {
+std::byte* PackPool::take(std::vector<Buffer>& buffers, size_t bytes) {
+  Buffer* best = nullptr;
   for (Buffer& b : buffers) {
-    if (!b.taken) {
-      b.taken = true;
-      return b.data;
-    }
+    if (!b.taken && b.bytes >= bytes && (best == nullptr || b.bytes < best->bytes)) best = &b;
   }
-  return nullptr;
+  if (best == nullptr) return nullptr;
+  best->taken = true;
+  return best->data;
 }
 
 void PackPool::giveBack(std::byte* buffer) {

@@ -9,13 +9,14 @@
 namespace psdp::engine {
 namespace {
 
-// What every rank of a step must share besides the step number and plan: the orders and the op.
+// What every rank of a step must share besides the step number and plan: the orders, the op and the
+// grouping of chunks into transfers.
 uint64_t orderingOf(const StepConfig& config) {
   return (config.reduce_forward ? 1u : 0u) | (config.gather_backward ? 2u : 0u) |
-         (static_cast<uint64_t>(config.op) << 8);
+         (static_cast<uint64_t>(config.op) << 8) | (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
 }
 
-const char* const kAgreedFields[] = {"step", "plan hash", "orders and op"};
+const char* const kAgreedFields[] = {"step", "plan hash", "orders, op and chunks per transfer"};
 
 }  // namespace
 
@@ -83,10 +84,11 @@ Result<Step*> StateEngine::begin(const StepConfig& config) {
     grad_bytes = std::max(grad_bytes, dtypeSize(*space.grad_dtype));
     param_bytes = std::max(param_bytes, dtypeSize(space.dtype));
   }
-  ChunkPacking packing(plan_, rank_, pointers_);
-  const size_t chunks = plan_.chunks().size();
-  PSDP_RETURN_IF_ERROR(pool_.reserve(std::min(config.reduce_window, chunks), packing.maxPackBytes(grad_bytes),
-                                     std::min(config.gather_window, chunks), packing.maxPackBytes(param_bytes)));
+  const std::vector<Transfer> transfers = groupChunks(plan_, config.chunks_per_transfer);
+  ChunkPacking packing(plan_, transfers, rank_, pointers_);
+  PSDP_RETURN_IF_ERROR(pool_.reserve(std::min(config.reduce_window, transfers.size()), packing.maxPackBytes(grad_bytes),
+                                     std::min(config.gather_window, transfers.size()),
+                                     packing.maxPackBytes(param_bytes)));
   PSDP_RETURN_IF_ERROR(agree(config));
   StepResources resources;
   resources.plan = &plan_;

@@ -15,9 +15,9 @@ namespace {
 // within this.
 constexpr double kWaitSliceSeconds = 200e-6;
 
-ScheduleParams scheduleOf(const shard::ShardPlan& plan, const StepConfig& config, Team* const teams[]) {
+ScheduleParams scheduleOf(size_t transfers, const StepConfig& config, Team* const teams[]) {
   ScheduleParams params;
-  params.chunks = plan.chunks().size();
+  params.chunks = transfers;
   params.reduce_order =
       config.reduce_forward ? ScheduleParams::forward(params.chunks) : ScheduleParams::backward(params.chunks);
   params.gather_order =
@@ -35,10 +35,21 @@ Step::Step(const StepResources& resources, const StepConfig& config, uint64_t id
     : resources_(resources),
       config_(config),
       id_(id),
-      packing_(*resources.plan, resources.rank, *resources.pointers),
-      schedule_(ChunkSchedule::create(scheduleOf(*resources.plan, config, resources.teams)).value()),
+      transfers_(groupChunks(*resources.plan, config.chunks_per_transfer)),
+      transfer_of_(resources.plan->chunks().size()),
+      packing_(*resources.plan, transfers_, resources.rank, *resources.pointers),
+      schedule_(ChunkSchedule::create(scheduleOf(transfers_.size(), config, resources.teams)).value()),
       readiness_(*resources.plan),
-      pack_of_(resources.plan->chunks().size(), nullptr) {}
+      pack_of_(transfers_.size(), nullptr),
+      ready_chunks_(transfers_.size(), 0),
+      updated_chunks_(transfers_.size(), 0),
+      chunk_handed_(transfer_of_.size(), 0),
+      chunk_updated_(transfer_of_.size(), 0) {
+  for (size_t t = 0; t < transfers_.size(); ++t) {
+    for (uint32_t c : transfers_[t].chunks) transfer_of_[c] = static_cast<uint32_t>(t);
+    in_place_.push_back(packing_.inPlace(t));
+  }
+}
 
 // A step abandoned with collectives in flight fails its teams, so that they complete (and the peers learn
 // it) before the pack buffers they use go back to the pool.
@@ -54,14 +65,23 @@ Step::~Step() {
   }
 }
 
-size_t Step::gradBytes(uint32_t chunk) const {
+size_t Step::gradBytes(uint32_t transfer) const {
   const shard::ShardPlan& plan = *resources_.plan;
-  return dtypeSize(*plan.spaces()[static_cast<size_t>(plan.chunks()[chunk].space)].grad_dtype);
+  return dtypeSize(*plan.spaces()[static_cast<size_t>(plan.chunks()[transfers_[transfer].chunks[0]].space)].grad_dtype);
 }
 
-size_t Step::paramBytes(uint32_t chunk) const {
+size_t Step::paramBytes(uint32_t transfer) const {
   const shard::ShardPlan& plan = *resources_.plan;
-  return dtypeSize(plan.spaces()[static_cast<size_t>(plan.chunks()[chunk].space)].dtype);
+  return dtypeSize(plan.spaces()[static_cast<size_t>(plan.chunks()[transfers_[transfer].chunks[0]].space)].dtype);
+}
+
+// A transfer is ready once every one of its chunks is.
+Status Step::chunksReady(const std::vector<uint32_t>& chunks) {
+  for (uint32_t chunk : chunks) {
+    const uint32_t t = transfer_of_[chunk];
+    if (++ready_chunks_[t] == transfers_[t].chunks.size()) PSDP_RETURN_IF_ERROR(schedule_.gradientsReady(t));
+  }
+  return Status::ok();
 }
 
 Status Step::fail(Status status) {
@@ -76,12 +96,17 @@ Status Step::fail(Status status) {
 
 ChunkState Step::chunkState(uint32_t chunk) const {
   std::lock_guard lock(mutex_);
-  return schedule_.state(chunk);
+  const ChunkState state = schedule_.state(transfer_of_[chunk]);
+  if (state == ChunkState::kReduced && chunk_updated_[chunk] != 0) return ChunkState::kUpdated;
+  return state;
 }
 
 std::string Step::describe(uint32_t chunk) const {
   std::lock_guard lock(mutex_);
-  return schedule_.describe(chunk);
+  const uint32_t t = transfer_of_[chunk];
+  if (transfers_[t].chunks.size() == 1) return schedule_.describe(t);
+  return fmt::format("chunk {} (of transfer {}, chunks {}-{}): transfer {}", chunk, t, transfers_[t].chunks.front(),
+                     transfers_[t].chunks.back(), schedule_.describe(t));
 }
 
 bool Step::failed() const {
@@ -100,7 +125,7 @@ Status Step::gradientsReady(int buffer, uint64_t offset, uint64_t count) {
   if (backward_done_) return Status::invalidUsage("gradients reported ready after the step's backward was done");
   completed_.clear();
   PSDP_RETURN_IF_ERROR(readiness_.report(buffer, offset, count, completed_));
-  for (uint32_t chunk : completed_) PSDP_RETURN_IF_ERROR(schedule_.gradientsReady(chunk));
+  PSDP_RETURN_IF_ERROR(chunksReady(completed_));
   return pump();
 }
 
@@ -110,7 +135,7 @@ Status Step::allGradientsReady() {
   if (backward_done_) return Status::invalidUsage("gradients reported ready after the step's backward was done");
   completed_.clear();
   readiness_.reportRest(completed_);
-  for (uint32_t chunk : completed_) PSDP_RETURN_IF_ERROR(schedule_.gradientsReady(chunk));
+  PSDP_RETURN_IF_ERROR(chunksReady(completed_));
   return pump();
 }
 
@@ -141,7 +166,7 @@ Status Step::backwardDone() {
   }
   completed_.clear();
   readiness_.reportRest(completed_);
-  for (uint32_t chunk : completed_) PSDP_RETURN_IF_ERROR(schedule_.gradientsReady(chunk));
+  PSDP_RETURN_IF_ERROR(chunksReady(completed_));
   return pump();
 }
 
@@ -157,7 +182,7 @@ Status Step::pump() {
     in_flight_.erase(in_flight_.begin() + static_cast<ptrdiff_t>(i));
     if (!done.request->status().isOk()) {
       return fail(done.request->status().withContext(
-          fmt::format("step {}, chunk {}, {}", id_, done.chunk, stageName(done.stage))));
+          fmt::format("step {}, chunk {}, {}", id_, transfers_[done.transfer].chunks.front(), stageName(done.stage))));
     }
     PSDP_RETURN_IF_ERROR(finish(done));
   }
@@ -169,45 +194,69 @@ Status Step::finish(const InFlight& done) {
   const Stage last_reduce = resources_.teams[static_cast<int>(Stage::kReduceAcrossReplicas)]->exists()
                                 ? Stage::kReduceAcrossReplicas
                                 : Stage::kReduceInGroup;
-  std::byte* pack = packOf(done.chunk);
-  if (done.stage == last_reduce) {
-    packing_.storeOwnedGradients(done.chunk, pack);
-  } else if (done.stage == Stage::kGatherInGroup) {
-    packing_.unpackParameters(done.chunk, pack);
+  std::byte* pack = packOf(done.transfer);
+  // In place, the reduced owned piece and the gathered parameters are where they belong already.
+  if (pack != nullptr && done.stage == last_reduce) {
+    packing_.storeOwnedGradients(done.transfer, pack);
+  } else if (pack != nullptr && done.stage == Stage::kGatherInGroup) {
+    packing_.unpackParameters(done.transfer, pack);
   }
-  if (done.stage == last_reduce || done.stage == Stage::kGatherInGroup) {
+  if (pack != nullptr && (done.stage == last_reduce || done.stage == Stage::kGatherInGroup)) {
     resources_.pool->giveBack(pack);
-    pack_of_[done.chunk] = nullptr;
+    pack_of_[done.transfer] = nullptr;
   }
-  return schedule_.stageDone(done.chunk, done.stage);
+  PSDP_RETURN_IF_ERROR(schedule_.stageDone(done.transfer, done.stage));
+  // Its chunks are the framework's now, one by one.
+  while (std::optional<uint32_t> reduced = schedule_.nextReduced()) {
+    for (uint32_t chunk : transfers_[*reduced].chunks) handout_.push_back(chunk);
+  }
+  return Status::ok();
 }
 
-// Every collective runs in place on the chunk's pack buffer (engine/chunk_packing.h).
+Result<std::byte*> Step::beginPhase(uint32_t t, bool gather) {
+  if (in_place_[t]) return bufferOf(t, gather);
+  std::byte* pack = gather ? resources_.pool->takeGather(packing_.packElems(t) * paramBytes(t))
+                           : resources_.pool->takeReduce(packing_.packElems(t) * gradBytes(t));
+  if (pack == nullptr) return fail(Status::internal("step {}: no pack buffer free", id_));
+  pack_of_[t] = pack;
+  if (gather) {
+    packing_.packOwnedParameters(t, pack);
+  } else {
+    packing_.packGradients(t, pack);
+  }
+  return pack;
+}
+
+std::byte* Step::bufferOf(uint32_t t, bool gather) const {
+  if (!in_place_[t]) return pack_of_[t];
+  return gather ? in_place_[t]->parameters : in_place_[t]->gradients;
+}
+
+// Every collective runs in place on the transfer's pack buffer, or on the user's buffers where the transfer
+// needs no packing (engine/chunk_packing.h).
 Status Step::post(const Post& p) {
   Team& team = *resources_.teams[static_cast<int>(p.stage)];
   const shard::ShardPlan& plan = *resources_.plan;
-  const shard::Chunk& chunk = plan.chunks()[p.chunk];
-  const shard::Space& space = plan.spaces()[static_cast<size_t>(chunk.space)];
-  const uint64_t block = packing_.blockElems(p.chunk);
+  const uint32_t t = p.chunk;  // the schedule's "chunks" are transfers
+  const Transfer& transfer = transfers_[t];
+  const shard::Space& space = plan.spaces()[static_cast<size_t>(plan.chunks()[transfer.chunks[0]].space)];
+  const uint64_t block = transfer.block;
   const size_t member = static_cast<size_t>(packing_.member());
   const size_t replica = static_cast<size_t>(packing_.replica());
   const bool world_level = plan.config().level == shard::ShardLevel::kWorld;
   Result<std::unique_ptr<coll::CollTask>> task = Status::internal("no collective for {}", stageName(p.stage));
   switch (p.stage) {
     case Stage::kReduceInGroup: {
-      std::byte* pack = resources_.pool->takeReduce();
-      if (pack == nullptr) return fail(Status::internal("step {}: no reduce pack buffer free", id_));
-      pack_of_[p.chunk] = pack;
-      packing_.packGradients(p.chunk, pack);
-      const size_t g = gradBytes(p.chunk);
+      PSDP_ASSIGN_OR_RETURN(std::byte * pack, beginPhase(t, /*gather=*/false));
+      const size_t g = gradBytes(t);
       task = team.collectives->postReduceScatter(pack, pack + member * block * g, block, *space.grad_dtype, config_.op);
       break;
     }
     case Stage::kReduceAcrossReplicas: {
-      const size_t g = gradBytes(p.chunk);
-      std::byte* group_piece = packOf(p.chunk) + member * block * g;
+      const size_t g = gradBytes(t);
+      std::byte* group_piece = bufferOf(t, /*gather=*/false) + member * block * g;
       if (world_level) {
-        const uint64_t piece = chunk.padded_world_piece;
+        const uint64_t piece = transfer.part;
         task = team.collectives->postReduceScatter(group_piece, group_piece + replica * piece * g, piece,
                                                    *space.grad_dtype, config_.op);
       } else {
@@ -216,33 +265,29 @@ Status Step::post(const Post& p) {
       break;
     }
     case Stage::kGatherAcrossReplicas: {
-      std::byte* pack = resources_.pool->takeGather();
-      if (pack == nullptr) return fail(Status::internal("step {}: no gather pack buffer free", id_));
-      pack_of_[p.chunk] = pack;
-      packing_.packOwnedParameters(p.chunk, pack);
-      const size_t e = paramBytes(p.chunk);
-      const uint64_t piece = chunk.padded_world_piece;
+      PSDP_ASSIGN_OR_RETURN(std::byte * pack, beginPhase(t, /*gather=*/true));
+      const size_t e = paramBytes(t);
+      const uint64_t piece = transfer.part;
       std::byte* group_piece = pack + member * block * e;
       task = team.collectives->postAllGather(group_piece + replica * piece * e, group_piece, piece, space.dtype);
       break;
     }
     case Stage::kGatherInGroup: {
       if (!resources_.teams[static_cast<int>(Stage::kGatherAcrossReplicas)]->exists()) {
-        std::byte* pack = resources_.pool->takeGather();
-        if (pack == nullptr) return fail(Status::internal("step {}: no gather pack buffer free", id_));
-        pack_of_[p.chunk] = pack;
-        packing_.packOwnedParameters(p.chunk, pack);
+        PSDP_RETURN_IF_ERROR(beginPhase(t, /*gather=*/true).status());
       }
-      std::byte* pack = packOf(p.chunk);
-      const size_t e = paramBytes(p.chunk);
+      std::byte* pack = bufferOf(t, /*gather=*/true);
+      const size_t e = paramBytes(t);
       task = team.collectives->postAllGather(pack + member * block * e, pack, block, space.dtype);
       break;
     }
   }
-  if (!task.isOk()) return fail(task.status().withContext(fmt::format("step {}, chunk {}", id_, p.chunk)));
+  if (!task.isOk()) {
+    return fail(task.status().withContext(fmt::format("step {}, chunk {}", id_, transfer.chunks.front())));
+  }
   Result<std::shared_ptr<coll::Request>> request = team.queue->post(std::move(task).value());
   if (!request.isOk()) return fail(request.status());
-  in_flight_.push_back(InFlight{p.chunk, p.stage, std::move(request).value()});
+  in_flight_.push_back(InFlight{t, p.stage, std::move(request).value()});
   return Status::ok();
 }
 
@@ -260,9 +305,12 @@ Result<std::optional<uint32_t>> Step::nextChunk(const Deadline& until) {
   std::unique_lock lock(mutex_);
   while (true) {
     PSDP_RETURN_IF_ERROR(pump());
-    if (std::optional<uint32_t> chunk = schedule_.nextReduced()) {
+    if (!handout_.empty()) {
+      const uint32_t chunk = handout_.front();
+      handout_.pop_front();
+      chunk_handed_[chunk] = 1;
       ++handed_out_;
-      return chunk;
+      return std::optional<uint32_t>(chunk);
     }
     // Nothing in flight: what is missing is gradients or updates, which only the caller can bring.
     if (allHandedOut() || until.expired() || !waitForAny(lock, until)) return std::optional<uint32_t>();
@@ -272,7 +320,17 @@ Result<std::optional<uint32_t>> Step::nextChunk(const Deadline& until) {
 Status Step::chunkUpdated(uint32_t chunk) {
   std::lock_guard lock(mutex_);
   PSDP_RETURN_IF_ERROR(failure_);
-  PSDP_RETURN_IF_ERROR(schedule_.updated(chunk));
+  if (chunk >= transfer_of_.size()) {
+    return Status::invalidArgument("updated: chunk {} is not one of the step's {}", chunk, transfer_of_.size());
+  }
+  if (chunk_updated_[chunk] != 0) return Status::invalidUsage("updated: chunk {} was updated already", chunk);
+  if (chunk_handed_[chunk] == 0) {
+    return Status::invalidUsage("updated: chunk {} was not handed out (it is {})", chunk,
+                                chunkStateName(schedule_.state(transfer_of_[chunk])));
+  }
+  chunk_updated_[chunk] = 1;
+  const uint32_t t = transfer_of_[chunk];
+  if (++updated_chunks_[t] == transfers_[t].chunks.size()) PSDP_RETURN_IF_ERROR(schedule_.updated(t));
   return pump();
 }
 
@@ -295,21 +353,21 @@ Status Step::waitParameters(int buffer, uint64_t offset, uint64_t count, const D
     PSDP_RETURN_IF_ERROR(pump());
     uint32_t pending = last + 1;
     for (uint32_t c = first; c <= last; ++c) {
-      if (schedule_.state(c) != ChunkState::kGathered) {
+      if (schedule_.state(transfer_of_[c]) != ChunkState::kGathered) {
         pending = c;
         break;
       }
     }
     if (pending > last) return Status::ok();
     if (until.expired()) {
-      return Status::timeout("step {}: parameters [{}, {}) of buffer {} are not gathered yet: {}", id_, offset,
-                             offset + count, buffer, schedule_.describe(pending));
+      return Status::timeout("step {}: parameters [{}, {}) of buffer {} are not gathered yet: chunk {}, {}", id_,
+                             offset, offset + count, buffer, pending, schedule_.describe(transfer_of_[pending]));
     }
     if (!waitForAny(lock, until)) {
       return Status::invalidUsage(
-          "step {}: parameters [{}, {}) of buffer {} need {}, which cannot be gathered before the framework "
-          "updates it (and every chunk before it in gather order)",
-          id_, offset, offset + count, buffer, schedule_.describe(pending));
+          "step {}: parameters [{}, {}) of buffer {} need chunk {} ({}), which cannot be gathered before the "
+          "framework updates it (and every chunk before it in gather order)",
+          id_, offset, offset + count, buffer, pending, schedule_.describe(transfer_of_[pending]));
     }
   }
 }
@@ -317,10 +375,10 @@ Status Step::waitParameters(int buffer, uint64_t offset, uint64_t count, const D
 Status Step::end(const Deadline& until) {
   std::unique_lock lock(mutex_);
   PSDP_RETURN_IF_ERROR(failure_);
-  for (uint32_t c = 0; c < schedule_.chunks(); ++c) {
-    const ChunkState state = schedule_.state(c);
-    if (state != ChunkState::kUpdated && state != ChunkState::kGathering && state != ChunkState::kGathered) {
-      return Status::invalidUsage("step {} ended before {}: update every chunk first", id_, schedule_.describe(c));
+  for (uint32_t c = 0; c < transfer_of_.size(); ++c) {
+    if (chunk_updated_[c] == 0) {
+      return Status::invalidUsage("step {} ended before chunk {} was updated ({}): update every chunk first", id_, c,
+                                  chunkStateName(schedule_.state(transfer_of_[c])));
     }
   }
   while (true) {

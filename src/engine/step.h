@@ -1,7 +1,8 @@
 // One training step of a registered state, chunk by chunk (docs/chunk-engine.md): the framework reports
 // gradients ready, takes reduced chunks, updates their owned pieces and marks them updated; the step posts
-// each chunk's collectives on the state's teams as its schedule (engine/chunk_schedule.h) allows, packing and
-// unpacking through pooled buffers (engine/chunk_packing.h).
+// the collectives of each transfer (a chunk, or a few grouped, or a whole space in bulk mode:
+// engine/chunk_packing.h) on the state's teams as its schedule (engine/chunk_schedule.h, over transfers)
+// allows, packing and unpacking through pooled buffers.
 //
 // Progress: collectives move in the context's driver (its thread, or whichever thread waits). The step
 // itself moves, posting what the schedule allows and finishing stages that completed (storing the reduced
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,8 +41,11 @@ enum class UnusedGradients : uint8_t {
 };
 
 struct StepConfig {
-  size_t reduce_window = 2;      // chunks in their reductions at once
-  size_t gather_window = 2;      // chunks in their gathers at once
+  size_t reduce_window = 2;  // transfers in their reductions at once
+  size_t gather_window = 2;  // transfers in their gathers at once
+  // Consecutive chunks of a space whose collectives run together; 0: every chunk of a space in one (bulk
+  // mode: whole-space collectives, every update after every reduction, as frameworks without pipelining do).
+  size_t chunks_per_transfer = 1;
   bool reduce_forward = false;   // reductions in chunk order; default: backward (the last chunk first)
   bool gather_backward = false;  // gathers from the last chunk; default: forward
   psdp_op_t op = PSDP_SUM;       // PSDP_SUM or PSDP_AVG of the gradients over the ranks
@@ -96,14 +101,16 @@ class Step {
   // names the first), timeout, the step's failure.
   Status end(const Deadline& until);
 
+  // A chunk's own state: its transfer's, except that a chunk of a reduced transfer is kUpdated once the
+  // framework has updated it (its transfer gathers when all of them are).
   ChunkState chunkState(uint32_t chunk) const;
   // "chunk 3: reducing (reduce across replicas posted)".
   std::string describe(uint32_t chunk) const;
-  size_t chunks() const { return schedule_.chunks(); }
+  size_t chunks() const { return transfer_of_.size(); }
 
  private:
   struct InFlight {
-    uint32_t chunk;
+    uint32_t transfer;
     Stage stage;
     std::shared_ptr<coll::Request> request;
   };
@@ -115,21 +122,34 @@ class Step {
   // Waits until some collective in flight completes or `until`, without the lock meanwhile; false when
   // nothing is in flight.
   bool waitForAny(std::unique_lock<std::mutex>& lock, const Deadline& until);
-  bool allHandedOut() const { return handed_out_ == schedule_.chunks(); }
+  bool allHandedOut() const { return handed_out_ == transfer_of_.size(); }
+  // The chunks of transfer t: reported ready (all gradients), updated.
+  Status chunksReady(const std::vector<uint32_t>& chunks);
   Status fail(Status status);
-  std::byte* packOf(uint32_t chunk) const { return pack_of_[chunk]; }
-  size_t gradBytes(uint32_t chunk) const;
-  size_t paramBytes(uint32_t chunk) const;
+  std::byte* packOf(uint32_t transfer) const { return pack_of_[transfer]; }
+  // The buffer a transfer's reduce (or gather) phase runs on: taken from the pool and packed when the phase
+  // begins, or the user's buffer itself when it runs in place.
+  Result<std::byte*> beginPhase(uint32_t transfer, bool gather);
+  std::byte* bufferOf(uint32_t transfer, bool gather) const;
+  size_t gradBytes(uint32_t transfer) const;
+  size_t paramBytes(uint32_t transfer) const;
 
   mutable std::mutex mutex_;  // guards everything below
   const StepResources resources_;
   const StepConfig config_;
   const uint64_t id_;
+  const std::vector<Transfer> transfers_;
+  std::vector<uint32_t> transfer_of_;  // per chunk
   ChunkPacking packing_;
-  ChunkSchedule schedule_;
+  ChunkSchedule schedule_;  // over transfers
   GradientReadiness readiness_;
   std::vector<InFlight> in_flight_;
-  std::vector<std::byte*> pack_of_;  // per chunk: its pack buffer while it is in a phase
+  std::vector<std::byte*> pack_of_;  // per transfer: its pack buffer while it is in a phase (pooled ones only)
+  std::vector<std::optional<InPlace>> in_place_;       // per transfer: where it runs without packing, if it can
+  std::vector<size_t> ready_chunks_;                   // per transfer: chunks whose gradients are all reported
+  std::vector<size_t> updated_chunks_;                 // per transfer: chunks the framework has updated
+  std::vector<uint8_t> chunk_handed_, chunk_updated_;  // per chunk
+  std::deque<uint32_t> handout_;  // reduced chunks not yet handed out, in the order their transfers reduced
   size_t handed_out_ = 0;
   bool backward_done_ = false;
   Status failure_;

@@ -8,7 +8,7 @@
 // With --over-time, backward is simulated: gradients are reported from the last element to the first, 1 ms
 // of "compute" apart, and the first chunks must be reduced and handed out before the last gradients are.
 //   mp_step [--group G] [--level group|world] [--window N] [--chunk-bytes B] [--steps S] [--adam]
-//           [--update-after-all] [--forward-reductions] [--unused] [--over-time]
+//           [--update-after-all] [--forward-reductions] [--unused] [--over-time] [--bulk] [--group-chunks N]
 #include <psdp/psdp.h>
 
 #include <algorithm>
@@ -39,6 +39,8 @@ struct Options {
   bool forward_reductions = false;
   bool unused = false;
   bool over_time = false;
+  bool bulk = false;
+  size_t chunks_per_transfer = 0;  // 0: the default (1)
 };
 
 // Counts that neither the chunk nor the alignment divides.
@@ -183,6 +185,8 @@ class Framework {
     config.reduce_window = config.gather_window = o_.window;
     if (o_.forward_reductions) config.reduce_order = PSDP_STEP_ORDER_FORWARD;
     config.unused_grads = o_.unused ? PSDP_UNUSED_GRADS_ZERO : PSDP_UNUSED_GRADS_ERROR;
+    config.mode = o_.bulk ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
+    config.chunks_per_transfer = o_.chunks_per_transfer;
     psdp_step_h handle = nullptr;
     psdp_status_t s = psdp_step_begin(state_, &config, &handle);
     report_.check(s == PSDP_SUCCESS, at + "begin: " + why(nullptr, s));

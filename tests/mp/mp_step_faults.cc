@@ -95,7 +95,7 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   psdp_step_h second = nullptr;
   expectError(report, psdp_step_begin(state.handle, nullptr, &second), PSDP_ERR_INVALID_USAGE, "has not ended",
               "begin twice");
-  expectError(report, psdp_step_chunk_updated(step, 0), PSDP_ERR_INVALID_USAGE, "not reduced",
+  expectError(report, psdp_step_chunk_updated(step, 0), PSDP_ERR_INVALID_USAGE, "not handed out",
               "update before the chunk was handed out");
   expectError(report, psdp_step_chunk_updated(step, 999), PSDP_ERR_INVALID_ARGUMENT, "chunk 999",
               "update of a chunk that does not exist");
