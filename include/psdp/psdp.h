@@ -925,8 +925,8 @@ typedef struct psdp_step_config {
   size_t size;            /* sizeof(psdp_step_config_t) as the caller compiled it */
   unsigned int magic;     /* PSDP_STEP_CONFIG_MAGIC */
   unsigned int version;   /* PSDP_VERSION_CODE the caller compiled against */
-  size_t reduce_window;   /* chunks in their reductions at once; 0: 2 */
-  size_t gather_window;   /* chunks in their gathers at once; 0: 2 */
+  size_t reduce_window;   /* transfers (chunks, unless grouped) in their reductions at once; 0: 2 */
+  size_t gather_window;   /* transfers in their gathers at once; 0: 2 */
   int reduce_order;       /* a psdp_step_order_t; default backward */
   int gather_order;       /* a psdp_step_order_t; default forward */
   psdp_op_t op;           /* PSDP_SUM (default) or PSDP_AVG */
@@ -969,9 +969,10 @@ typedef enum psdp_chunk_state {
 } psdp_chunk_state_t;
 
 /* Begins the next step of `state` (config NULL: all defaults). Collective over the state's ranks: they
- * check that they are at the same step, with the same plan, orders and op (mismatch naming the rank, and
- * which one lags). The pack buffers ((reduce window + gather window) x the largest chunk) are made on the
- * first step that needs them and reused. Errors: invalid argument (config malformed: the field), invalid
+ * check that they are at the same step, with the same plan, orders, op, mode and grouping (mismatch naming
+ * the rank, and which one lags). Chunks inside one buffer whose pieces need no padding run in place on the
+ * registered buffers; the others use pack buffers ((reduce window + gather window) x the largest transfer),
+ * made on the first step that needs them and kept for the next. Errors: invalid argument (config malformed: the field), invalid
  * usage (a step of this state has not ended), unsupported (CUDA memory, or no gradients registered),
  * mismatch, timeout, remote. */
 PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_config_t* config, psdp_step_h* step_p);

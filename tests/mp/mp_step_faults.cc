@@ -5,7 +5,8 @@
 //                             only the caller's own update could satisfy: each a clear error, the step still
 //                             usable after it; then one rank that never reports a buffer under the "error"
 //                             unused policy: it fails naming the buffer, and every other rank's step fails at
-//                             once; the dead step's handle is refused afterwards.
+//                             once; the dead step's handle is refused afterwards; ranks that begin a step
+//                             with different orders fail with a mismatch naming a rank.
 //   mp_step_faults VICTIM DIR (expect_rank_killed.sh) the victim is SIGKILLed in the middle of a step; every
 //                             survivor's step fails (remote error or timeout) within PSDP_TIMEOUT.
 #include <psdp/psdp.h>
@@ -157,6 +158,18 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   report.check(s != PSDP_SUCCESS, "end of the failed step returns its error");
   expectError(report, psdp_step_end(step), PSDP_ERR_INVALID_USAGE, "not a live step", "the failed step's handle");
   report.check(psdp_state_deregister(state.handle) == PSDP_SUCCESS, "deregister");
+
+  // The step's settings every rank must share: the last rank asks for reductions in forward order.
+  State other;
+  if (!other.make(comm, rank, report)) return;
+  psdp_step_config_t config = PSDP_STEP_CONFIG_INITIALIZER;
+  if (rank == nranks - 1) config.reduce_order = PSDP_STEP_ORDER_FORWARD;
+  s = psdp_step_begin(other.handle, &config, &step);
+  const std::string odd = "rank " + std::to_string(rank == nranks - 1 ? 0 : nranks - 1);
+  expectError(report, s, PSDP_ERR_MISMATCH, "orders, op and chunks per transfer", "begin with another order");
+  report.check(has(psdp_get_last_error(nullptr), odd),
+               "the mismatch names " + odd + ": " + psdp_get_last_error(nullptr));
+  report.check(psdp_state_deregister(other.handle) == PSDP_SUCCESS, "deregister the other state");
 }
 
 void peerDeath(psdp_comm_h comm, int rank, int victim, psdp::mp::Report& report) {

@@ -124,16 +124,18 @@ TEST_P(TaskQueueTest, PostBeyondTheBoundWaitsForTheOldest) {
 }
 
 // One large reduction does not hold up the operations behind it: the direct path reduces in slices, and the
-// driver gives the others a turn between them. A small all-reduce posted after a 128 MiB direct one (ranks
+// driver gives the others a turn between them. A small all-reduce posted after a 512 MiB direct one (ranks
 // are threads of one process, so every buffer is addressable) completes while the large one is still
-// running; reducing the large one's 64 MiB share in one go, the small one would wait for all of it.
+// running; reducing the large one's 256 MiB share in one go, the small one would wait for all of it (at 128 MiB
+// the large one finished first in 1 of 13 runs on a 2-core VM, before the small one's few rounds had had their
+// turns).
 TEST_P(TaskQueueTest, SmallOperationOvertakesALargeDirectOne) {
   const bool background = GetParam();
   auto world = UcxWorld::create(2, PSDP_PROGRESS_CALLER);
   ASSERT_TRUE(world.isOk()) << world.status().toString();
   world.value()->runRanks([&](int rank) {
     RankEngine r = makeRank(*world.value(), rank, background, 120, 64, /*single_host=*/true);
-    std::vector<int32_t> large(size_t{32} << 20, rank + 1), small(4, rank + 10);
+    std::vector<int32_t> large(size_t{128} << 20, rank + 1), small(4, rank + 10);
     std::shared_ptr<Request> big =
         post(r, r.coll->postAllReduce(large.data(), large.data(), large.size(), PSDP_INT32, PSDP_SUM));
     std::shared_ptr<Request> quick =
