@@ -175,16 +175,16 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
 void peerDeath(psdp_comm_h comm, int rank, int victim, psdp::mp::Report& report) {
   State state;
   if (!state.make(comm, rank, report)) return;
-  psdp_step_h step = nullptr;
-  report.check(psdp_step_begin(state.handle, nullptr, &step) == PSDP_SUCCESS, "begin");
-  report.check(psdp_step_grads_ready(step, 2, 0, kCount) == PSDP_SUCCESS, "grads_ready w0");
-  if (rank == victim) raise(SIGKILL);
-  // Either may already return the victim's failure: the loop below decides.
-  (void)psdp_step_grads_ready(step, 3, 0, kCount);
-  (void)psdp_step_backward_done(step);
   const double limit = std::atof(std::getenv("PSDP_TIMEOUT") ? std::getenv("PSDP_TIMEOUT") : "60") + 5;
   const auto start = Clock::now();
-  psdp_status_t s = PSDP_SUCCESS;
+  // From begin on, any call of a survivor may be the one that returns the victim's failure: the victim may
+  // die while a survivor's part of begin's agreement, or of its first reduction, is still under way.
+  psdp_step_h step = nullptr;
+  psdp_status_t s = psdp_step_begin(state.handle, nullptr, &step);
+  if (s == PSDP_SUCCESS) s = psdp_step_grads_ready(step, 2, 0, kCount);
+  if (rank == victim) raise(SIGKILL);
+  if (s == PSDP_SUCCESS) s = psdp_step_grads_ready(step, 3, 0, kCount);
+  if (s == PSDP_SUCCESS) s = psdp_step_backward_done(step);
   bool ended = false;
   while (s == PSDP_SUCCESS && !ended && std::chrono::duration<double>(Clock::now() - start).count() < 2 * limit) {
     psdp_step_chunk_t c = PSDP_STEP_CHUNK_INITIALIZER;
@@ -201,7 +201,7 @@ void peerDeath(psdp_comm_h comm, int rank, int victim, psdp::mp::Report& report)
       (s == PSDP_ERR_REMOTE || s == PSDP_ERR_TIMEOUT || s == PSDP_ERR_ABORTED) && seconds < limit,
       "the step fails within the timeout: " + std::to_string(seconds) + " s, " + psdp_status_string(s) + " " + error);
   std::printf("rank %d: step failed after %.3f s: %s\n", rank, seconds, error.c_str());
-  if (!ended) (void)psdp_step_end(step);
+  if (step != nullptr && !ended) (void)psdp_step_end(step);
   report.check(psdp_state_deregister(state.handle) == PSDP_SUCCESS, "deregister");
 }
 
