@@ -920,21 +920,22 @@ typedef enum psdp_unused_grads {
 #define PSDP_STEP_CONFIG_MAGIC 0x70737470u /* "pstp" */
 
 /* Step configuration, extensible like psdp_config_t: initialise with PSDP_STEP_CONFIG_INITIALIZER. The
- * orders and the op must be alike on every rank (psdp_step_begin checks); the windows are each rank's own. */
+ * orders, the op, the mode and chunks_per_transfer must be alike on every rank (psdp_step_begin checks);
+ * the windows are each rank's own. */
 typedef struct psdp_step_config {
-  size_t size;            /* sizeof(psdp_step_config_t) as the caller compiled it */
-  unsigned int magic;     /* PSDP_STEP_CONFIG_MAGIC */
-  unsigned int version;   /* PSDP_VERSION_CODE the caller compiled against */
-  size_t reduce_window;   /* transfers (chunks, unless grouped) in their reductions at once; 0: 2 */
-  size_t gather_window;   /* transfers in their gathers at once; 0: 2 */
-  int reduce_order;       /* a psdp_step_order_t; default backward */
-  int gather_order;       /* a psdp_step_order_t; default forward */
-  psdp_op_t op;           /* PSDP_SUM (default) or PSDP_AVG */
-  int unused_grads;       /* a psdp_unused_grads_t */
-  int mode;               /* a psdp_step_mode_t; default pipelined */
+  size_t size;                /* sizeof(psdp_step_config_t) as the caller compiled it */
+  unsigned int magic;         /* PSDP_STEP_CONFIG_MAGIC */
+  unsigned int version;       /* PSDP_VERSION_CODE the caller compiled against */
+  size_t reduce_window;       /* transfers (chunks, unless grouped) in their reductions at once; 0: 2 */
+  size_t gather_window;       /* transfers in their gathers at once; 0: 2 */
+  int reduce_order;           /* a psdp_step_order_t; default backward */
+  int gather_order;           /* a psdp_step_order_t; default forward */
+  psdp_op_t op;               /* PSDP_SUM (default) or PSDP_AVG */
+  int unused_grads;           /* a psdp_unused_grads_t */
+  int mode;                   /* a psdp_step_mode_t; default pipelined */
   size_t chunks_per_transfer; /* pipelined: consecutive chunks of a space whose collectives run together
                                  (small chunks grouped); 0: 1 */
-  void* stream;           /* reserved for steps on CUDA memory: NULL */
+  void* stream;               /* reserved for steps on CUDA memory: NULL */
 } psdp_step_config_t;
 
 #define PSDP_STEP_CONFIG_INITIALIZER \
@@ -951,18 +952,19 @@ typedef struct psdp_step_chunk {
   size_t chunk;                     /* or PSDP_STEP_NO_CHUNK */
   const psdp_owned_range_t* ranges; /* this rank's owned ranges of it (parameter buffers; gradients alike) */
   size_t nranges;
-  size_t remaining;                 /* chunks not handed out yet, after this one */
-  void* event;                      /* reserved for steps on CUDA memory: NULL */
+  size_t remaining; /* chunks not handed out yet, after this one */
+  void* event;      /* reserved for steps on CUDA memory: NULL */
 } psdp_step_chunk_t;
 
-#define PSDP_STEP_CHUNK_INITIALIZER { PSDP_STEP_NO_CHUNK, NULL, 0, 0, NULL }
+#define PSDP_STEP_CHUNK_INITIALIZER \
+  { PSDP_STEP_NO_CHUNK, NULL, 0, 0, NULL }
 
 typedef enum psdp_chunk_state {
   PSDP_CHUNK_AWAITING_GRADS = 0, /* some of its gradients are not reported yet */
   PSDP_CHUNK_GRADS_READY = 1,    /* reported, waiting for its turn (the order) or a window slot */
   PSDP_CHUNK_REDUCING = 2,
-  PSDP_CHUNK_REDUCED = 3,   /* reduced: handed out, or next to be */
-  PSDP_CHUNK_UPDATED = 4,   /* updated, its gather waiting for its turn or a slot */
+  PSDP_CHUNK_REDUCED = 3, /* reduced: handed out, or next to be */
+  PSDP_CHUNK_UPDATED = 4, /* updated, its gather waiting for its turn or a slot */
   PSDP_CHUNK_GATHERING = 5,
   PSDP_CHUNK_GATHERED = 6,
   PSDP_CHUNK_STATE_MAX_ENUM = 0x7fffffff
@@ -972,9 +974,9 @@ typedef enum psdp_chunk_state {
  * check that they are at the same step, with the same plan, orders, op, mode and grouping (mismatch naming
  * the rank, and which one lags). Chunks inside one buffer whose pieces need no padding run in place on the
  * registered buffers; the others use pack buffers ((reduce window + gather window) x the largest transfer),
- * made on the first step that needs them and kept for the next. Errors: invalid argument (config malformed: the field), invalid
- * usage (a step of this state has not ended), unsupported (CUDA memory, or no gradients registered),
- * mismatch, timeout, remote. */
+ * made on the first step that needs them and kept for the next. Errors: invalid argument (config malformed: the field),
+ * invalid usage (a step of this state has not ended), unsupported (CUDA memory, or no gradients registered), mismatch,
+ * timeout, remote. */
 PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_config_t* config, psdp_step_h* step_p);
 
 /* Gradients [offset, offset + count) of registered buffer `buffer` (a gradient, or its parameter) are final
