@@ -48,12 +48,4 @@ void PackPool::giveBack(std::byte* buffer) {
   }
 }
 
-size_t PackPool::bytes() const {
-  size_t total = 0;
-  for (const std::vector<Buffer>* buffers : {&reduce_, &gather_}) {
-    for (const Buffer& b : *buffers) total += b.bytes;
-  }
-  return total;
-}
-
 }  // namespace psdp::engine

@@ -30,8 +30,6 @@ class PackPool {
   std::byte* takeGather(size_t bytes) { return take(gather_, bytes); }
   void giveBack(std::byte* buffer);
 
-  size_t bytes() const;
-
  private:
   struct Buffer {
     std::byte* data = nullptr;

@@ -31,11 +31,8 @@ class StateEngine {
   Result<Step*> begin(const StepConfig& config);
   // Ends the current step (Step::end); the next begin() may follow once it returned OK.
   Status end(const Deadline& until);
-  Step* current() { return step_.get(); }
   // Drops the current step, ended or not (a step left in flight fails its teams: see Step).
   void abandon() { step_.reset(); }
-
-  size_t packBytes() const { return pool_.bytes(); }
 
  private:
   Status agree(const StepConfig& config);

@@ -101,14 +101,6 @@ ChunkState Step::chunkState(uint32_t chunk) const {
   return state;
 }
 
-std::string Step::describe(uint32_t chunk) const {
-  std::lock_guard lock(mutex_);
-  const uint32_t t = transfer_of_[chunk];
-  if (transfers_[t].chunks.size() == 1) return schedule_.describe(t);
-  return fmt::format("chunk {} (of transfer {}, chunks {}-{}): transfer {}", chunk, t, transfers_[t].chunks.front(),
-                     transfers_[t].chunks.back(), schedule_.describe(t));
-}
-
 bool Step::failed() const {
   std::lock_guard lock(mutex_);
   return !failure_.isOk();

@@ -104,8 +104,6 @@ class Step {
   // A chunk's own state: its transfer's, except that a chunk of a reduced transfer is kUpdated once the
   // framework has updated it (its transfer gathers when all of them are).
   ChunkState chunkState(uint32_t chunk) const;
-  // "chunk 3: reducing (reduce across replicas posted)".
-  std::string describe(uint32_t chunk) const;
   size_t chunks() const { return transfer_of_.size(); }
 
  private:
@@ -123,7 +121,7 @@ class Step {
   // nothing is in flight.
   bool waitForAny(std::unique_lock<std::mutex>& lock, const Deadline& until);
   bool allHandedOut() const { return handed_out_ == transfer_of_.size(); }
-  // The chunks of transfer t: reported ready (all gradients), updated.
+  // `chunks` have had all their gradients reported: their transfers become ready once all of theirs have.
   Status chunksReady(const std::vector<uint32_t>& chunks);
   Status fail(Status status);
   std::byte* packOf(uint32_t transfer) const { return pack_of_[transfer]; }
