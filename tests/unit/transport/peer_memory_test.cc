@@ -3,11 +3,7 @@
 // parent's word: pipes both ways, no sleeps), including what a read of a dead peer says.
 #include "transport/peer_memory.h"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -15,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "base/raii.h"
 #include "transport/process_identity.h"
+#include "unit/transport/forked_child.h"
 
 namespace psdp::transport {
 namespace {
@@ -58,42 +54,14 @@ struct ChildReport {
   _exit(0);
 }
 
-// The child as ranks 1 of a two-rank set whose rank 0 is this process: killed and reaped on destruction.
+// The child as rank 1 of a two-rank set whose rank 0 is this process.
 class PeerProcess {
  public:
-  ~PeerProcess() { stop(); }
-
   bool start() {
-    int report[2], command[2];
-    if (pipe2(report, O_CLOEXEC) != 0) return false;
-    if (pipe2(command, O_CLOEXEC) != 0) {
-      close(report[0]);
-      close(report[1]);
-      return false;
-    }
-    pid_ = fork();
-    if (pid_ == 0) {
-      close(report[0]);
-      close(command[1]);
-      runChild(report[1], command[0]);
-    }
-    close(report[1]);
-    close(command[0]);
-    report_fd_.reset(report[0]);
-    command_fd_.reset(command[1]);
-    if (pid_ < 0) return false;
-    pollfd p{report_fd_.get(), POLLIN, 0};
-    if (poll(&p, 1, kReportTimeoutMs) != 1) return false;
-    return read(report_fd_.get(), &report_, sizeof(report_)) == static_cast<ssize_t>(sizeof(report_)) &&
-           report_.pid == pid_;
+    return child_.start(runChild, &report_, sizeof(report_), kReportTimeoutMs) && report_.pid == child_.pid();
   }
   // Kills and reaps the child: its pid then names no process.
-  void stop() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
+  void stop() { child_.kill(); }
 
   PeerMemory memory() const {
     ProcessIdentity child = ProcessIdentity::self();
@@ -103,8 +71,7 @@ class PeerProcess {
   MemoryHandle shared() const { return MemoryHandle::decode(report_.shared).value(); }
 
  private:
-  pid_t pid_ = -1;
-  UniqueFd report_fd_, command_fd_;
+  testing::ForkedChild child_;
   ChildReport report_{};
 };
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <string>
 
-#include "base/raii.h"
+#include "unit/transport/forked_child.h"
 
 namespace psdp::transport {
 namespace {
@@ -58,62 +58,26 @@ struct ChildReport {
   _exit(0);
 }
 
-// The parent's handle on the child: killed and reaped on destruction unless finish() reaped it.
+// The parent's handle on the child.
 class SegmentOwner {
  public:
-  ~SegmentOwner() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-
   // Forks the child and reads its report, waiting at most kReportTimeoutMs.
   bool start() {
-    int report[2], command[2];
-    if (pipe2(report, O_CLOEXEC) != 0) return false;
-    if (pipe2(command, O_CLOEXEC) != 0) {
-      close(report[0]);
-      close(report[1]);
-      return false;
-    }
-    pid_ = fork();
-    if (pid_ == 0) {
-      close(report[0]);
-      close(command[1]);
-      runOwner(report[1], command[0]);
-    }
-    close(report[1]);
-    close(command[0]);
-    report_fd_.reset(report[0]);
-    command_fd_.reset(command[1]);
-    if (pid_ < 0) return false;
-    pollfd p{report_fd_.get(), POLLIN, 0};
-    if (poll(&p, 1, kReportTimeoutMs) != 1) return false;
-    return read(report_fd_.get(), &report_, sizeof(report_)) == static_cast<ssize_t>(sizeof(report_)) &&
-           report_.pid == pid_;
+    return child_.start(runOwner, &report_, sizeof(report_), kReportTimeoutMs) && report_.pid == child_.pid();
   }
-
   // Sends `command` and reaps the child: its exit code, or -1 if it did not exit normally.
-  int finish(char command) {
-    if (write(command_fd_.get(), &command, 1) != 1) return -1;
-    int status = 0;
-    pid_t reaped = waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return reaped > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
+  int finish(char command) { return child_.finish(command); }
 
-  bool running() const { return pid_ > 0; }
+  bool running() const { return child_.running(); }
   const SegmentRef& ref(int segment) const { return report_.refs[segment]; }
   ProcessIdentity identity() const {
     ProcessIdentity id = ProcessIdentity::self();
-    id.pid = static_cast<uint32_t>(pid_);
+    id.pid = static_cast<uint32_t>(child_.pid());
     return id;
   }
 
  private:
-  pid_t pid_ = -1;
-  UniqueFd report_fd_, command_fd_;
+  testing::ForkedChild child_;
   ChildReport report_{};
 };
 
