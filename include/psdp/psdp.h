@@ -885,6 +885,14 @@ PSDP_API psdp_status_t psdp_state_get_buffer(psdp_state_h state, int index, psdp
  * obligation on the framework: within a step, report every gradient (or call psdp_step_backward_done)
  * without first waiting unboundedly for a chunk of that step, and update every chunk it is handed.
  *
+ * Gradient accumulation over micro-batches: no psdp call until the last micro-batch. The framework sums
+ * the first micro-batches' gradients into its gradient buffers itself, begins the step before the last
+ * micro-batch's backward, and reports each gradient once that backward has added its part: nothing is
+ * reduced before, so the reductions cost one step's, whatever the number of micro-batches, and they overlap
+ * the last backward. Unused parameters: PSDP_UNUSED_GRADS_ZERO treats the gradients never reported as zero.
+ * After a step the owned ranges of the gradient buffers hold the reduced gradient and the other elements
+ * are undefined (partial sums may be left there): zero the buffers before the next step's first micro-batch.
+ *
  * Threading: the calls of one step may come from different threads (backward hooks reporting gradients
  * while the training thread waits in psdp_step_next_chunk); they are serialised, and waiting calls let the
  * others in. psdp_step_end must not overlap another call on the step. One step per state at a time; steps of
@@ -911,6 +919,25 @@ typedef enum psdp_step_mode {
   PSDP_STEP_MODE_MAX_ENUM = 0x7fffffff
 } psdp_step_mode_t;
 
+/* The global gradient norm a step computes (psdp_step_grad_norm), for clipping and for loss scaling's overflow
+ * check: psdp sums the squares of each rank's owned piece of each chunk once it is reduced (float64) and
+ * combines them across the shard group and, at level world, the replicas, so every rank gets the same bits.
+ * What each policy costs the pipeline:
+ *   NONE: nothing.
+ *   GLOBAL: this step's norm; no chunk is handed out before every chunk is reduced and the norm combined (one
+ *     all-gather of 16 bytes per rank on the shard group, and one on the replica group at level world), so
+ *     updates cannot overlap reductions; after that, updates and gathers still pipeline with each other.
+ *   DEFERRED: the previous step's norm, at once; this step's is computed for the next step, off the critical
+ *     path (the same all-gathers after the last reduction). Clipping then uses a norm one step old, and an
+ *     overflow is seen one step late.
+ * Both pay one more pass over the owned gradients (the sum of squares). */
+typedef enum psdp_grad_norm_policy {
+  PSDP_GRAD_NORM_NONE = 0,
+  PSDP_GRAD_NORM_GLOBAL = 1,
+  PSDP_GRAD_NORM_DEFERRED = 2,
+  PSDP_GRAD_NORM_MAX_ENUM = 0x7fffffff
+} psdp_grad_norm_policy_t;
+
 typedef enum psdp_unused_grads {
   PSDP_UNUSED_GRADS_ERROR = 0, /* psdp_step_backward_done fails naming the first range never reported */
   PSDP_UNUSED_GRADS_ZERO = 1,  /* those ranges of the gradient buffers are zeroed and count as reported */
@@ -920,8 +947,8 @@ typedef enum psdp_unused_grads {
 #define PSDP_STEP_CONFIG_MAGIC 0x70737470u /* "pstp" */
 
 /* Step configuration, extensible like psdp_config_t: initialise with PSDP_STEP_CONFIG_INITIALIZER. The
- * orders, the op, the mode and chunks_per_transfer must be alike on every rank (psdp_step_begin checks);
- * the windows are each rank's own. */
+ * orders, the op, the mode, chunks_per_transfer and grad_norm must be alike on every rank (psdp_step_begin
+ * checks); the windows are each rank's own. */
 typedef struct psdp_step_config {
   size_t size;                /* sizeof(psdp_step_config_t) as the caller compiled it */
   unsigned int magic;         /* PSDP_STEP_CONFIG_MAGIC */
@@ -936,10 +963,11 @@ typedef struct psdp_step_config {
   size_t chunks_per_transfer; /* pipelined: consecutive chunks of a space whose collectives run together
                                  (small chunks grouped); 0: 1 */
   void* stream;               /* reserved for steps on CUDA memory: NULL */
+  int grad_norm;              /* a psdp_grad_norm_policy_t; default none */
 } psdp_step_config_t;
 
 #define PSDP_STEP_CONFIG_INITIALIZER \
-  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, 0, 0, NULL }
+  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, 0, 0, NULL, 0 }
 
 /* psdp_step_chunk_t.chunk when no chunk was handed out. */
 #define PSDP_STEP_NO_CHUNK ((size_t)-1)
@@ -973,10 +1001,10 @@ typedef enum psdp_chunk_state {
 /* Begins the next step of `state` (config NULL: all defaults). Collective over the state's ranks: they
  * check that they are at the same step, with the same plan, orders, op, mode and grouping (mismatch naming
  * the rank, and which one lags). Chunks inside one buffer whose pieces need no padding run in place on the
- * registered buffers; the others use pack buffers ((reduce window + gather window) x the largest transfer),
- * made on the first step that needs them and kept for the next. Errors: invalid argument (config malformed: the field),
- * invalid usage (a step of this state has not ended), unsupported (CUDA memory, or no gradients registered), mismatch,
- * timeout, remote. */
+ * registered buffers; the others use pack buffers ((reduce window + gather window) x the largest of them;
+ * none when every chunk runs in place), made on the first step that needs them and kept for the next. Errors: invalid
+ * argument (config malformed: the field), invalid usage (a step of this state has not ended), unsupported (CUDA memory,
+ * or no gradients registered), mismatch, timeout, remote. */
 PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_config_t* config, psdp_step_h* step_p);
 
 /* Gradients [offset, offset + count) of registered buffer `buffer` (a gradient, or its parameter) are final
@@ -1009,8 +1037,56 @@ PSDP_API psdp_status_t psdp_step_wait_params(psdp_step_h step, int buffer, size_
  * updated yet: names it; the step stays), the step's failure (the handle is freed then too). */
 PSDP_API psdp_status_t psdp_step_end(psdp_step_h step);
 
+/* A step's gradient norm (psdp_grad_norm_policy_t). */
+typedef struct psdp_grad_norm {
+  double sq_norm; /* the sum over every element of the reduced gradient (sum, or average with PSDP_AVG) of its
+                     square, in float64; inf or NaN when an element is */
+  int nonfinite;  /* 1 when some element of the reduced gradient is inf or NaN (loss scaling: skip the update) */
+  int available;  /* 0 only for a deferred policy with no earlier norm (the state's first step) */
+  uint64_t step;  /* the step (counted from 0 per state) whose gradients it is of */
+} psdp_grad_norm_t;
+
+/* The norm the step's policy gives: GLOBAL, this step's, waiting up to timeout_s seconds until every chunk is
+ * reduced and the ranks have combined it (no chunk is handed out before: call it before the update loop);
+ * DEFERRED, the previous step's at once. Clipping is the framework's: scale each owned gradient by
+ * min(1, max_norm / sqrt(sq_norm)) before updating; every rank gets the same sq_norm bits. Errors: invalid
+ * argument (norm_p NULL), invalid usage (policy none; GLOBAL with gradients not yet reported and nothing in
+ * flight), timeout (the step goes on: call again), the step's failure. */
+PSDP_API psdp_status_t psdp_step_grad_norm(psdp_step_h step, double timeout_s, psdp_grad_norm_t* norm_p);
+
 /* Where chunk `chunk` of the step is, for diagnostics. Never blocks. */
 PSDP_API psdp_status_t psdp_step_chunk_state(psdp_step_h step, size_t chunk, psdp_chunk_state_t* state_p);
+
+/* The stages of a chunk in a step's timeline (psdp_state_step_events). */
+typedef enum psdp_step_stage {
+  PSDP_STAGE_REDUCE_IN_GROUP = 0,        /* reduce-scatter inside the shard group */
+  PSDP_STAGE_REDUCE_ACROSS_REPLICAS = 1, /* all-reduce (level group) or reduce-scatter (level world); G < W only */
+  PSDP_STAGE_UPDATE = 2,                 /* from handed out (psdp_step_next_chunk) to psdp_step_chunk_updated */
+  PSDP_STAGE_GATHER_ACROSS_REPLICAS = 3, /* all-gather across the replica group; level world with G < W only */
+  PSDP_STAGE_GATHER_IN_GROUP = 4,        /* all-gather inside the shard group */
+  PSDP_STEP_STAGE_MAX_ENUM = 0x7fffffff
+} psdp_step_stage_t;
+
+/* One stage of one chunk: a collective stage from when its collective started (its first message could
+ * leave) to when it completed; the update from when the chunk was handed out to when it was marked updated.
+ * The collectives of a transfer (chunks grouped by chunks_per_transfer, or a whole space in bulk mode) give
+ * each of its chunks the same times. Times are nanoseconds of CLOCK_MONOTONIC, which the processes of one
+ * host share, so the timelines of a host's ranks line up. */
+typedef struct psdp_step_event {
+  size_t chunk;
+  psdp_step_stage_t stage;
+  int reserved; /* 0 */
+  uint64_t begin_ns;
+  uint64_t end_ns;
+} psdp_step_event_t;
+
+/* The timeline of the state's last step that ended (or failed), in the order its stages ended: every stage
+ * of every chunk once for a step that ended. Writes min(capacity, total) events to `events` (NULL if capacity
+ * is 0) and the total to *count_p, as psdp_plan_owned_ranges; 0 events before the first step ends. Local,
+ * never blocks; not concurrently with psdp_step_end on the same state. With PSDP_TRACE_FILE set, the same stages are also slices of the trace, on a track per stage.
+ * Errors: invalid argument (count_p NULL), invalid usage (a deregistered state). */
+PSDP_API psdp_status_t psdp_state_step_events(psdp_state_h state, psdp_step_event_t* events, size_t capacity,
+                                              size_t* count_p);
 
 #ifdef __cplusplus
 }

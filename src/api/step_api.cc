@@ -27,6 +27,12 @@ static_assert(static_cast<int>(engine::ChunkState::kAwaitingGradients) == PSDP_C
                   static_cast<int>(engine::ChunkState::kGathering) == PSDP_CHUNK_GATHERING &&
                   static_cast<int>(engine::ChunkState::kGathered) == PSDP_CHUNK_GATHERED,
               "psdp_chunk_state_t mirrors engine::ChunkState");
+static_assert(static_cast<int>(engine::TimelineStage::kReduceInGroup) == PSDP_STAGE_REDUCE_IN_GROUP &&
+                  static_cast<int>(engine::TimelineStage::kReduceAcrossReplicas) == PSDP_STAGE_REDUCE_ACROSS_REPLICAS &&
+                  static_cast<int>(engine::TimelineStage::kUpdate) == PSDP_STAGE_UPDATE &&
+                  static_cast<int>(engine::TimelineStage::kGatherAcrossReplicas) == PSDP_STAGE_GATHER_ACROSS_REPLICAS &&
+                  static_cast<int>(engine::TimelineStage::kGatherInGroup) == PSDP_STAGE_GATHER_IN_GROUP,
+              "psdp_step_stage_t mirrors engine::TimelineStage");
 
 Result<bool> orderIsForward(int order, const char* field, bool default_forward) {
   switch (order) {
@@ -69,6 +75,12 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user) {
     return Status::invalidArgument("config: mode {} is not a psdp_step_mode_t", c.mode);
   }
   out.chunks_per_transfer = c.mode == PSDP_STEP_BULK ? 0 : std::max<size_t>(1, c.chunks_per_transfer);
+  switch (c.grad_norm) {
+    case PSDP_GRAD_NORM_NONE: out.grad_norm = engine::GradNormPolicy::kNone; break;
+    case PSDP_GRAD_NORM_GLOBAL: out.grad_norm = engine::GradNormPolicy::kGlobal; break;
+    case PSDP_GRAD_NORM_DEFERRED: out.grad_norm = engine::GradNormPolicy::kDeferred; break;
+    default: return Status::invalidArgument("config: grad_norm {} is not a psdp_grad_norm_policy_t", c.grad_norm);
+  }
   if (c.stream != nullptr) return Status::unsupported("config: stream: steps on CUDA memory are not in this build");
   return out;
 }
@@ -181,6 +193,17 @@ PSDP_API psdp_status_t psdp_step_end(psdp_step_h step) {
   });
 }
 
+PSDP_API psdp_status_t psdp_step_grad_norm(psdp_step_h step, double timeout_s, psdp_grad_norm_t* norm_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkStep(step));
+    PSDP_RETURN_IF_ERROR(checkOut(norm_p, "norm_p"));
+    PSDP_RETURN_IF_ERROR(checkTimeout(timeout_s));
+    PSDP_ASSIGN_OR_RETURN(engine::GradNorm norm, step->impl->gradNorm(deadlineOf(timeout_s)));
+    *norm_p = psdp_grad_norm_t{norm.sq_norm, norm.nonfinite ? 1 : 0, norm.available ? 1 : 0, norm.step};
+    return Status::ok();
+  });
+}
+
 PSDP_API psdp_status_t psdp_step_chunk_state(psdp_step_h step, size_t chunk, psdp_chunk_state_t* state_p) {
   return guarded(nullptr, [&] {
     PSDP_RETURN_IF_ERROR(checkStep(step));
@@ -189,6 +212,22 @@ PSDP_API psdp_status_t psdp_step_chunk_state(psdp_step_h step, size_t chunk, psd
       return Status::invalidArgument("chunk {} is not one of the step's {}", chunk, step->impl->chunks());
     }
     *state_p = static_cast<psdp_chunk_state_t>(static_cast<int>(step->impl->chunkState(static_cast<uint32_t>(chunk))));
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_state_step_events(psdp_state_h state, psdp_step_event_t* events, size_t capacity,
+                                              size_t* count_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkState(state));
+    PSDP_RETURN_IF_ERROR(checkOut(count_p, "count_p"));
+    if (capacity > 0 && events == nullptr) return Status::invalidArgument("events is NULL with capacity {}", capacity);
+    const std::vector<engine::StageEvent>& timeline = state->impl->engine().lastTimeline();
+    for (size_t i = 0; i < std::min(capacity, timeline.size()); ++i) {
+      const engine::StageEvent& e = timeline[i];
+      events[i] = psdp_step_event_t{e.chunk, static_cast<psdp_step_stage_t>(e.stage), 0, e.begin_ns, e.end_ns};
+    }
+    *count_p = timeline.size();
     return Status::ok();
   });
 }

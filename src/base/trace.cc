@@ -5,8 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace psdp::trace {
 namespace {
@@ -17,6 +21,13 @@ struct Event {
   uint32_t track;
   char name[64];
 };
+
+void writeEscaped(FILE* f, const char* text) {
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (*c == '"' || *c == '\\') std::fputc('\\', f);
+    std::fputc(*c, f);
+  }
+}
 
 class Tracer {
  public:
@@ -36,6 +47,11 @@ class Tracer {
   }
 
   bool on() const { return on_.load(std::memory_order_relaxed); }
+
+  void nameTrack(uint32_t track, std::string_view name) {
+    std::lock_guard lock(mutex_);
+    names_[track] = std::string(name);
+  }
 
   void slice(uint32_t track, std::string_view name, uint64_t begin_ns, uint64_t end_ns) {
     if (!on()) return;
@@ -64,14 +80,47 @@ class Tracer {
     std::fprintf(f, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
     std::fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": \"rank %d\"}}",
                  rank_, rank_);
+    // Each track's slices by start, each in the first lane free by then; a thread id per (track, lane) used,
+    // numbered in track order from 0.
+    std::vector<size_t> order(count);
+    for (size_t i = 0; i < count; ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::make_pair(events_[a].track, events_[a].begin_ns) <
+             std::make_pair(events_[b].track, events_[b].begin_ns);
+    });
+    std::vector<uint32_t> tid_of(count);
+    uint32_t next_tid = 0;
+    for (size_t i = 0; i < count;) {
+      const uint32_t track = events_[order[i]].track;
+      std::vector<std::pair<uint64_t, uint32_t>> lanes;  // (end of its last slice, tid)
+      for (; i < count && events_[order[i]].track == track; ++i) {
+        const Event& e = events_[order[i]];
+        size_t lane = 0;
+        while (lane < lanes.size() && lanes[lane].first > e.begin_ns) ++lane;
+        if (lane == lanes.size()) {
+          lanes.emplace_back(0, next_tid++);
+          auto name = names_.find(track);
+          std::string label = name != names_.end() ? name->second : "team " + std::to_string(track);
+          if (lane > 0) label += " (" + std::to_string(lane + 1) + ")";
+          std::fprintf(
+              f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %u, \"args\": {\"name\": \"",
+              rank_, lanes.back().second);
+          writeEscaped(f, label.c_str());
+          std::fprintf(f, "\"}}");
+          std::fprintf(f,
+                       ",\n{\"name\": \"thread_sort_index\", \"ph\": \"M\", \"pid\": %d, \"tid\": %u, "
+                       "\"args\": {\"sort_index\": %u}}",
+                       rank_, lanes.back().second, lanes.back().second);
+        }
+        lanes[lane].first = e.end_ns;
+        tid_of[order[i]] = lanes[lane].second;
+      }
+    }
     for (size_t i = 0; i < count; ++i) {
       const Event& e = events_[i];
       std::fprintf(f, ",\n{\"name\": \"");
-      for (const char* c = e.name; *c != '\0'; ++c) {
-        if (*c == '"' || *c == '\\') std::fputc('\\', f);
-        std::fputc(*c, f);
-      }
-      std::fprintf(f, "\", \"ph\": \"X\", \"pid\": %d, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f}", rank_, e.track,
+      writeEscaped(f, e.name);
+      std::fprintf(f, "\", \"ph\": \"X\", \"pid\": %d, \"tid\": %u, \"ts\": %.3f, \"dur\": %.3f}", rank_, tid_of[i],
                    static_cast<double>(e.begin_ns) / 1e3, static_cast<double>(e.end_ns - e.begin_ns) / 1e3);
     }
     std::fprintf(f, "\n], \"otherData\": {\"dropped_events\": %zu}}\n", next_.load() - count);
@@ -85,6 +134,7 @@ class Tracer {
   std::string path_;
   int rank_ = 0;
   std::unique_ptr<Event[]> events_;
+  std::map<uint32_t, std::string> names_;
   std::atomic<size_t> next_{0};
 };
 
@@ -108,6 +158,9 @@ uint64_t nowNs() {
 }
 void slice(uint32_t track, std::string_view name, uint64_t begin_ns, uint64_t end_ns) {
   tracer().slice(track, name, begin_ns, end_ns);
+}
+void nameTrack(uint32_t track, std::string_view name) {
+  tracer().nameTrack(track, name);
 }
 bool stop() {
   return tracer().stop();

@@ -171,7 +171,7 @@ TaskQueue::PassResult TaskQueue::advance() {
       if (!task.canStart()) break;
       task.start(Deadline::after(timeout_s_));
       request->started_ = true;
-      if (trace::on()) request->begin_ns_ = trace::nowNs();
+      request->begin_ns_ = trace::nowNs();
       moved = true;
     }
     // As far as it goes: a task that moved can usually move again at once (its next fragment, its next round).
@@ -255,10 +255,11 @@ std::shared_ptr<Request> TaskQueue::at(size_t index) {
 }
 
 void TaskQueue::complete(const std::shared_ptr<Request>& request, const Status& status) {
+  const uint64_t end_ns = trace::nowNs();
   // Collectives only (gates and hooks take no time of their own), formatted only while tracing.
-  if (request->begin_ns_ != 0 && request->task_) {
+  if (trace::on() && request->started_ && request->task_) {
     trace::slice(track_, status.isOk() ? request->task_->describe() : "failed: " + request->task_->describe(),
-                 request->begin_ns_, trace::nowNs());
+                 request->begin_ns_, end_ns);
   }
   {
     std::lock_guard lock(driver_.mutex_);
@@ -269,6 +270,7 @@ void TaskQueue::complete(const std::shared_ptr<Request>& request, const Status& 
     request->awaited_.reset();
     request->hook_ = nullptr;
     request->status_ = status;
+    request->end_ns_ = end_ns;
     request->done_.store(true, std::memory_order_release);
   }
   driver_.done_cv_.notify_all();

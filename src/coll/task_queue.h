@@ -47,6 +47,10 @@ class Request {
   bool isDone() const { return done_.load(std::memory_order_acquire); }
   // REQUIRES: isDone().
   const Status& status() const { return status_; }
+  // When a collective started (its first message could go) and completed, in nanoseconds on the steady clock
+  // (base/trace.h); 0 for one that never started. REQUIRES: isDone().
+  uint64_t startedNs() const { return begin_ns_; }
+  uint64_t completedNs() const { return end_ns_; }
 
  private:
   friend class TaskQueue;
@@ -57,7 +61,8 @@ class Request {
   void (*hook_)(void*) = nullptr;
   void* hook_arg_ = nullptr;
   bool started_ = false;
-  uint64_t begin_ns_ = 0;  // when it started, while tracing (base/trace.h)
+  uint64_t begin_ns_ = 0;  // when it started
+  uint64_t end_ns_ = 0;    // when it completed; written before done_ is set
   Status status_;          // written before done_ is set
   std::atomic<bool> done_{false};
 };

@@ -52,9 +52,17 @@ ChunkPacking::ChunkPacking(const shard::ShardPlan& plan, const std::vector<Trans
   }
 }
 
+size_t ChunkPacking::packedTransfers() const {
+  size_t packed = 0;
+  for (size_t t = 0; t < transfers_.size(); ++t) packed += inPlace(t) ? 0 : 1;
+  return packed;
+}
+
 size_t ChunkPacking::maxPackBytes(size_t elem_bytes) const {
   uint64_t most = 0;
-  for (size_t t = 0; t < transfers_.size(); ++t) most = std::max(most, packElems(t));
+  for (size_t t = 0; t < transfers_.size(); ++t) {
+    if (!inPlace(t)) most = std::max(most, packElems(t));
+  }
   return static_cast<size_t>(most) * elem_bytes;
 }
 

@@ -65,9 +65,15 @@ class ChunkPacking {
                const std::vector<void*>& pointers);
 
   const Transfer& transfer(size_t t) const { return transfers_[t]; }
-  // Elements of the pack buffer of transfer t (G blocks), and the largest of any, in bytes of `elem_bytes`.
+  // Elements of the pack buffer of transfer t (G blocks).
   uint64_t packElems(size_t t) const { return transfers_[t].block * static_cast<uint64_t>(group_); }
+  // Of the transfers that do not run in place (inPlace): how many, and the largest pack buffer in bytes of
+  // `elem_bytes` (0 when every transfer runs in place, which needs no pack buffer).
+  size_t packedTransfers() const;
   size_t maxPackBytes(size_t elem_bytes) const;
+
+  // The gradient buffer paired with parameter `param`.
+  int gradientOf(int param) const { return gradient_of_[static_cast<size_t>(param)]; }
 
   // This rank's place: member of its shard group, replica of its replica group.
   int member() const { return member_; }

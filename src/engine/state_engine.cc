@@ -9,14 +9,15 @@
 namespace psdp::engine {
 namespace {
 
-// What every rank of a step must share besides the step number and plan: the orders, the op and the
-// grouping of chunks into transfers.
+// What every rank of a step must share besides the step number and plan: the orders, the op, the grouping
+// of chunks into transfers and the gradient norm policy (its all-gathers run on the reduce teams).
 uint64_t orderingOf(const StepConfig& config) {
   return (config.reduce_forward ? 1u : 0u) | (config.gather_backward ? 2u : 0u) |
-         (static_cast<uint64_t>(config.op) << 8) | (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
+         (static_cast<uint64_t>(config.grad_norm) << 4) | (static_cast<uint64_t>(config.op) << 8) |
+         (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
 }
 
-const char* const kAgreedFields[] = {"step", "plan hash", "orders, op and chunks per transfer"};
+const char* const kAgreedFields[] = {"step", "plan hash", "orders, op, chunks per transfer and norm policy"};
 
 }  // namespace
 
@@ -86,9 +87,11 @@ Result<Step*> StateEngine::begin(const StepConfig& config) {
   }
   const std::vector<Transfer> transfers = groupChunks(plan_, config.chunks_per_transfer);
   ChunkPacking packing(plan_, transfers, rank_, pointers_);
-  PSDP_RETURN_IF_ERROR(pool_.reserve(std::min(config.reduce_window, transfers.size()), packing.maxPackBytes(grad_bytes),
-                                     std::min(config.gather_window, transfers.size()),
-                                     packing.maxPackBytes(param_bytes)));
+  // Pack buffers only for the transfers that do not run in place: a bulk step of one in-place chunk per
+  // space needs none.
+  const size_t packed = packing.packedTransfers();
+  PSDP_RETURN_IF_ERROR(pool_.reserve(std::min(config.reduce_window, packed), packing.maxPackBytes(grad_bytes),
+                                     std::min(config.gather_window, packed), packing.maxPackBytes(param_bytes)));
   PSDP_RETURN_IF_ERROR(agree(config));
   StepResources resources;
   resources.plan = &plan_;
@@ -96,6 +99,7 @@ Result<Step*> StateEngine::begin(const StepConfig& config) {
   resources.pointers = &pointers_;
   for (int s = 0; s < kStageKinds; ++s) resources.teams[s] = &teams_[static_cast<size_t>(s)];
   resources.pool = &pool_;
+  resources.previous_norm = &last_norm_;
   step_ = std::make_unique<Step>(resources, config, next_step_++);
   return step_.get();
 }
@@ -103,8 +107,15 @@ Result<Step*> StateEngine::begin(const StepConfig& config) {
 Status StateEngine::end(const Deadline& until) {
   if (step_ == nullptr) return Status::invalidUsage("no step has begun");
   PSDP_RETURN_IF_ERROR(step_->end(until));
-  step_.reset();
+  abandon();
   return Status::ok();
+}
+
+void StateEngine::abandon() {
+  if (step_ == nullptr) return;
+  last_timeline_ = step_->takeTimeline();
+  if (std::optional<GradNorm> norm = step_->computedNorm()) last_norm_ = *norm;
+  step_.reset();
 }
 
 }  // namespace psdp::engine

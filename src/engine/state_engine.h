@@ -32,7 +32,9 @@ class StateEngine {
   // Ends the current step (Step::end); the next begin() may follow once it returned OK.
   Status end(const Deadline& until);
   // Drops the current step, ended or not (a step left in flight fails its teams: see Step).
-  void abandon() { step_.reset(); }
+  void abandon();
+  // The timeline of the last step ended or dropped (engine/step_timeline.h); empty before the first.
+  const std::vector<StageEvent>& lastTimeline() const { return last_timeline_.events(); }
 
  private:
   Status agree(const StepConfig& config);
@@ -45,6 +47,8 @@ class StateEngine {
   std::vector<uint64_t> agreement_;  // all-gather buffer of begin()
   uint64_t next_step_ = 0;
   std::unique_ptr<Step> step_;
+  StepTimeline last_timeline_{0, 0};
+  GradNorm last_norm_;  // the last one a step computed, for a deferred policy
 };
 
 }  // namespace psdp::engine

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "base/trace.h"
 
 namespace psdp::engine {
 namespace {
@@ -44,10 +45,18 @@ Step::Step(const StepResources& resources, const StepConfig& config, uint64_t id
       ready_chunks_(transfers_.size(), 0),
       updated_chunks_(transfers_.size(), 0),
       chunk_handed_(transfer_of_.size(), 0),
-      chunk_updated_(transfer_of_.size(), 0) {
+      chunk_updated_(transfer_of_.size(), 0),
+      handed_ns_(transfer_of_.size(), 0),
+      timeline_(id, transfer_of_.size()) {
   for (size_t t = 0; t < transfers_.size(); ++t) {
     for (uint32_t c : transfers_[t].chunks) transfer_of_[c] = static_cast<uint32_t>(t);
     in_place_.push_back(packing_.inPlace(t));
+  }
+  if (config.grad_norm != GradNormPolicy::kNone) {
+    norm_ = std::make_unique<GradNormReduction>(transfer_of_.size(),
+                                                resources.teams[static_cast<int>(Stage::kReduceInGroup)],
+                                                resources.teams[static_cast<int>(Stage::kReduceAcrossReplicas)],
+                                                resources.plan->config().level == shard::ShardLevel::kWorld, id);
   }
 }
 
@@ -172,6 +181,17 @@ Status Step::pump() {
     }
     const InFlight done = f;
     in_flight_.erase(in_flight_.begin() + static_cast<ptrdiff_t>(i));
+    if (done.transfer == kNormTransfer) {
+      if (!done.request->status().isOk()) {
+        return fail(done.request->status().withContext(fmt::format("step {}, gradient norm", id_)));
+      }
+      if (norm_->gathered()) {
+        norm_done_ = true;
+      } else {
+        PSDP_RETURN_IF_ERROR(postNorm());
+      }
+      continue;
+    }
     if (!done.request->status().isOk()) {
       return fail(done.request->status().withContext(
           fmt::format("step {}, chunk {}, {}", id_, transfers_[done.transfer].chunks.front(), stageName(done.stage))));
@@ -197,11 +217,42 @@ Status Step::finish(const InFlight& done) {
     resources_.pool->giveBack(pack);
     pack_of_[done.transfer] = nullptr;
   }
+  if (norm_ && done.stage == last_reduce) PSDP_RETURN_IF_ERROR(addToNorm(done.transfer));
+  for (uint32_t chunk : transfers_[done.transfer].chunks) {
+    timeline_.record(chunk, timelineStageOf(done.stage), done.request->startedNs(), done.request->completedNs());
+  }
   PSDP_RETURN_IF_ERROR(schedule_.stageDone(done.transfer, done.stage));
   // Its chunks are the framework's now, one by one.
   while (std::optional<uint32_t> reduced = schedule_.nextReduced()) {
     for (uint32_t chunk : transfers_[*reduced].chunks) handout_.push_back(chunk);
   }
+  return Status::ok();
+}
+
+Status Step::addToNorm(uint32_t t) {
+  const shard::ShardPlan& plan = *resources_.plan;
+  for (uint32_t chunk : transfers_[t].chunks) {
+    double sq = 0;
+    bool nonfinite = false;
+    for (const shard::OwnedRange& range : plan.ownedRanges(resources_.rank, chunk)) {
+      const int grad = packing_.gradientOf(range.buffer);
+      const psdp_dtype_t dtype = plan.buffers()[static_cast<size_t>(grad)].dtype;
+      const std::byte* data = static_cast<const std::byte*>((*resources_.pointers)[static_cast<size_t>(grad)]) +
+                              range.offset * dtypeSize(dtype);
+      sq += sumOfSquares(data, dtype, range.count, &nonfinite);
+    }
+    norm_->addChunk(chunk, sq, nonfinite);
+  }
+  return norm_->allChunks() ? postNorm() : Status::ok();
+}
+
+Status Step::postNorm() {
+  Team* team = norm_->nextTeam();
+  Result<std::shared_ptr<coll::Request>> request = norm_->postNext();
+  if (!request.isOk()) return fail(request.status().withContext(fmt::format("step {}, gradient norm", id_)));
+  const Stage stage = team == resources_.teams[static_cast<int>(Stage::kReduceInGroup)] ? Stage::kReduceInGroup
+                                                                                        : Stage::kReduceAcrossReplicas;
+  in_flight_.push_back(InFlight{kNormTransfer, stage, std::move(request).value()});
   return Status::ok();
 }
 
@@ -297,10 +348,13 @@ Result<std::optional<uint32_t>> Step::nextChunk(const Deadline& until) {
   std::unique_lock lock(mutex_);
   while (true) {
     PSDP_RETURN_IF_ERROR(pump());
-    if (!handout_.empty()) {
+    // The global policy hands out nothing before the norm of every chunk is known.
+    const bool held = config_.grad_norm == GradNormPolicy::kGlobal && !norm_done_;
+    if (!handout_.empty() && !held) {
       const uint32_t chunk = handout_.front();
       handout_.pop_front();
       chunk_handed_[chunk] = 1;
+      handed_ns_[chunk] = trace::nowNs();
       ++handed_out_;
       return std::optional<uint32_t>(chunk);
     }
@@ -321,9 +375,49 @@ Status Step::chunkUpdated(uint32_t chunk) {
                                 chunkStateName(schedule_.state(transfer_of_[chunk])));
   }
   chunk_updated_[chunk] = 1;
+  timeline_.record(chunk, TimelineStage::kUpdate, handed_ns_[chunk], trace::nowNs());
   const uint32_t t = transfer_of_[chunk];
   if (++updated_chunks_[t] == transfers_[t].chunks.size()) PSDP_RETURN_IF_ERROR(schedule_.updated(t));
   return pump();
+}
+
+Result<GradNorm> Step::gradNorm(const Deadline& until) {
+  std::unique_lock lock(mutex_);
+  PSDP_RETURN_IF_ERROR(failure_);
+  switch (config_.grad_norm) {
+    case GradNormPolicy::kNone:
+      return Status::invalidUsage("step {} computes no gradient norm: begin it with a grad_norm policy", id_);
+    case GradNormPolicy::kDeferred: {
+      GradNorm previous = resources_.previous_norm != nullptr ? *resources_.previous_norm : GradNorm{};
+      return previous;
+    }
+    case GradNormPolicy::kGlobal: break;
+  }
+  while (true) {
+    PSDP_RETURN_IF_ERROR(pump());
+    if (norm_done_) return norm_->result();
+    if (until.expired()) {
+      return Status::timeout("step {}: the gradient norm is not known yet: {} of {} chunks reduced", id_,
+                             norm_->chunksDone(), transfer_of_.size());
+    }
+    if (!waitForAny(lock, until)) {
+      return Status::invalidUsage(
+          "step {}: the gradient norm needs every chunk reduced, and only {} of {} are: report every gradient (or "
+          "call backward_done) first",
+          id_, norm_->chunksDone(), transfer_of_.size());
+    }
+  }
+}
+
+std::optional<GradNorm> Step::computedNorm() const {
+  std::lock_guard lock(mutex_);
+  if (!norm_done_) return std::nullopt;
+  return norm_->result();
+}
+
+StepTimeline Step::takeTimeline() {
+  std::lock_guard lock(mutex_);
+  return std::move(timeline_);
 }
 
 Status Step::waitParameters(int buffer, uint64_t offset, uint64_t count, const Deadline& until) {
@@ -375,7 +469,7 @@ Status Step::end(const Deadline& until) {
   }
   while (true) {
     PSDP_RETURN_IF_ERROR(pump());
-    if (schedule_.done()) return Status::ok();
+    if (schedule_.done() && !normPending()) return Status::ok();
     if (until.expired()) return Status::timeout("step {} did not finish its gathers in time", id_);
     waitForAny(lock, until);
   }

@@ -27,8 +27,10 @@
 #include "base/status.h"
 #include "engine/chunk_packing.h"
 #include "engine/chunk_schedule.h"
+#include "engine/grad_norm.h"
 #include "engine/gradient_readiness.h"
 #include "engine/pack_pool.h"
+#include "engine/step_timeline.h"
 #include "engine/team.h"
 #include "shard/shard_plan.h"
 
@@ -50,6 +52,7 @@ struct StepConfig {
   bool gather_backward = false;  // gathers from the last chunk; default: forward
   psdp_op_t op = PSDP_SUM;       // PSDP_SUM or PSDP_AVG of the gradients over the ranks
   UnusedGradients unused = UnusedGradients::kError;
+  GradNormPolicy grad_norm = GradNormPolicy::kNone;
 };
 
 // Everything a step runs on, owned by the state's engine (engine/state_engine.h), which outlives its steps.
@@ -57,6 +60,7 @@ struct StepResources {
   const shard::ShardPlan* plan = nullptr;
   int rank = 0;
   const std::vector<void*>* pointers = nullptr;  // this rank's registered buffers
+  const GradNorm* previous_norm = nullptr;       // the last one a step computed (deferred policy)
   // By stage kind (engine::Stage); the replica teams exist only with replicas (G < W).
   Team* teams[kStageKinds] = {};
   PackPool* pool = nullptr;
@@ -106,16 +110,32 @@ class Step {
   ChunkState chunkState(uint32_t chunk) const;
   size_t chunks() const { return transfer_of_.size(); }
 
+  // What its chunks went through so far (engine/step_timeline.h); taken when the step is dropped.
+  StepTimeline takeTimeline();
+
+  // The gradient norm the policy gives this step: kGlobal, this step's, waiting for every chunk's reduction
+  // until `until`; kDeferred, the previous step's at once. Errors: invalid usage (policy none), timeout, the
+  // step's failure.
+  Result<GradNorm> gradNorm(const Deadline& until);
+  // This step's norm, once computed (for the state engine to keep for the next step).
+  std::optional<GradNorm> computedNorm() const;
+
  private:
   struct InFlight {
-    uint32_t transfer;
-    Stage stage;
+    uint32_t transfer;  // kNormTransfer: the gradient norm's all-gather
+    Stage stage;        // its team
     std::shared_ptr<coll::Request> request;
   };
+  static constexpr uint32_t kNormTransfer = UINT32_MAX;
 
   // Finishes completed stages and posts what the schedule allows. Errors: the first failed collective.
   Status pump();
   Status finish(const InFlight& done);
+  // The owned pieces of the transfer's chunks are reduced: their partials of the norm; the norm's first
+  // all-gather once every chunk is in.
+  Status addToNorm(uint32_t transfer);
+  Status postNorm();
+  bool normPending() const { return norm_ && !norm_done_; }
   Status post(const Post& post);
   // Waits until some collective in flight completes or `until`, without the lock meanwhile; false when
   // nothing is in flight.
@@ -147,11 +167,15 @@ class Step {
   std::vector<size_t> ready_chunks_;                   // per transfer: chunks whose gradients are all reported
   std::vector<size_t> updated_chunks_;                 // per transfer: chunks the framework has updated
   std::vector<uint8_t> chunk_handed_, chunk_updated_;  // per chunk
+  std::vector<uint64_t> handed_ns_;                    // per chunk: when it was handed out
   std::deque<uint32_t> handout_;  // reduced chunks not yet handed out, in the order their transfers reduced
   size_t handed_out_ = 0;
   bool backward_done_ = false;
   Status failure_;
   std::vector<uint32_t> completed_;  // scratch for readiness reports
+  StepTimeline timeline_;
+  std::unique_ptr<GradNormReduction> norm_;  // null with policy none
+  bool norm_done_ = false;
 };
 
 }  // namespace psdp::engine

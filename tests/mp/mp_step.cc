@@ -4,11 +4,17 @@
 // marks them updated; the parameters must then equal a single-process reference bit for bit on every rank,
 // after every step. Also: the owned gradients equal the reduced sum when handed out; parameter waits before
 // the end; a collective of the user's on the world communicator in the middle of a step; unused gradients
-// (one rank never reports a buffer in one step, with unused gradients treated as zero).
+// (one rank never reports a buffer in one step, with unused gradients treated as zero); gradient accumulation
+// (--accumulate K: K micro-batches per step, the first K-1 summed into the buffers with no psdp call, the
+// step begun with the last); the step's timeline (psdp_state_step_events) after every step; the gradient norm
+// (--grad-norm: this step's before any update, or the previous step's) equal to the reference's, bit for bit,
+// and used for clipping; with --nonfinite an inf and a NaN on one rank in one step, which every rank must
+// see (and skip that update).
 // With --over-time, backward is simulated: gradients are reported from the last element to the first, 1 ms
 // of "compute" apart, and the first chunks must be reduced and handed out before the last gradients are.
 //   mp_step [--group G] [--level group|world] [--window N] [--chunk-bytes B] [--steps S] [--adam]
 //           [--update-after-all] [--forward-reductions] [--unused] [--over-time] [--bulk] [--group-chunks N]
+//           [--accumulate K] [--grad-norm global|deferred] [--nonfinite]
 #include <psdp/psdp.h>
 
 #include <algorithm>
@@ -16,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -41,6 +48,9 @@ struct Options {
   bool over_time = false;
   bool bulk = false;
   size_t chunks_per_transfer = 0;  // 0: the default (1)
+  int accumulate = 1;              // micro-batches per step
+  int grad_norm = PSDP_GRAD_NORM_NONE;
+  bool nonfinite = false;  // an inf and a NaN in one rank's gradients of one step
 };
 
 // Counts that neither the chunk nor the alignment divides.
@@ -54,9 +64,27 @@ float initialParameter(size_t b, size_t i) {
   return static_cast<float>((b * 17 + i) % 13);
 }
 
-float gradientOf(int rank, size_t b, size_t i, int step) {
+// The gradient of one micro-batch.
+float gradientOf(int rank, size_t b, size_t i, int micro_batch) {
   return static_cast<float>(
-      static_cast<int>((b * 131 + i * 7 + static_cast<size_t>(rank) * 3 + static_cast<size_t>(step) * 5) % 11) - 5);
+      static_cast<int>((b * 131 + i * 7 + static_cast<size_t>(rank) * 3 + static_cast<size_t>(micro_batch) * 5) % 11) -
+      5);
+}
+
+// With --nonfinite: the last rank's gradients of step kNonfiniteStep hold an inf and a NaN in buffer 1.
+constexpr int kNonfiniteStep = 1;
+constexpr float kMaxNorm = 40.0f;
+
+float injected(const Options& o, int rank, int nranks, size_t b, size_t i, int step, float g) {
+  if (!o.nonfinite || rank != nranks - 1 || b != 1 || step != kNonfiniteStep) return g;
+  if (i == 5) return std::numeric_limits<float>::infinity();
+  if (i == 700) return std::numeric_limits<float>::quiet_NaN();
+  return g;
+}
+
+// Clipping's factor for a squared norm, the same float arithmetic in the framework and the reference.
+float clipFactor(double sq_norm) {
+  return static_cast<float>(std::min(1.0, static_cast<double>(kMaxNorm) / std::sqrt(sq_norm)));
 }
 
 bool unusedAt(const Options& o, int rank, size_t b, int step) {
@@ -113,13 +141,31 @@ struct Reference {
   }
   static float summed(const Options& o, int nranks, size_t b, size_t i, int step) {
     float sum = 0;
-    for (int r = 0; r < nranks; ++r) sum += unusedAt(o, r, b, step) ? 0.0f : gradientOf(r, b, i, step);
+    for (int r = 0; r < nranks; ++r) {
+      if (unusedAt(o, r, b, step)) continue;
+      float g = 0;
+      for (int mb = 0; mb < o.accumulate; ++mb) g += gradientOf(r, b, i, step * o.accumulate + mb);
+      sum += injected(o, r, nranks, b, i, step, g);
+    }
     return sum;
   }
-  void step(const Options& o, int nranks, int step) {
+  // The squared norm of the summed gradient: exact (integers), inf or NaN with an injected one.
+  static double sqNorm(const Options& o, int nranks, int step) {
+    double sq = 0;
+    for (size_t b = 0; b < kCounts.size(); ++b) {
+      for (size_t i = 0; i < kCounts[b]; ++i) {
+        const double g = summed(o, nranks, b, i, step);
+        sq += g * g;
+      }
+    }
+    return sq;
+  }
+  // factor: the clipping factor the framework applies; skip: loss scaling skips the update.
+  void step(const Options& o, int nranks, int step, float factor, bool skip) {
+    if (skip) return;
     for (size_t b = 0; b < kCounts.size(); ++b) {
       for (size_t i = 0; i < kCounts[b]; ++i)
-        update(o.adam, params[b][i], m[b][i], v[b][i], summed(o, nranks, b, i, step));
+        update(o.adam, params[b][i], m[b][i], v[b][i], summed(o, nranks, b, i, step) * factor);
     }
   }
 };
@@ -147,6 +193,12 @@ Options parse(int argc, char** argv) {
       o.forward_reductions = true;
     else if (a == "--unused")
       o.unused = true;
+    else if (a == "--accumulate")
+      o.accumulate = std::stoi(next());
+    else if (a == "--grad-norm")
+      o.grad_norm = next() == "global" ? PSDP_GRAD_NORM_GLOBAL : PSDP_GRAD_NORM_DEFERRED;
+    else if (a == "--nonfinite")
+      o.nonfinite = true;
   }
   return o;
 }
@@ -181,12 +233,22 @@ class Framework {
 
   void runStep(int step) {
     const std::string at = "step " + std::to_string(step) + ": ";
+    // Gradient accumulation: every micro-batch but the last adds its gradients into the buffers with no
+    // psdp call at all (no reduction); the step begins with the last one, which reports them.
+    for (size_t b = 0; b < kCounts.size(); ++b) std::fill(model_.grads[b].begin(), model_.grads[b].end(), 0.0f);
+    for (int mb = 0; mb + 1 < o_.accumulate; ++mb) {
+      for (size_t b = 0; b < kCounts.size(); ++b) {
+        for (size_t i = 0; i < kCounts[b]; ++i)
+          model_.grads[b][i] += gradientOf(rank_, b, i, step * o_.accumulate + mb);
+      }
+    }
     psdp_step_config_t config = PSDP_STEP_CONFIG_INITIALIZER;
     config.reduce_window = config.gather_window = o_.window;
     if (o_.forward_reductions) config.reduce_order = PSDP_STEP_ORDER_FORWARD;
     config.unused_grads = o_.unused ? PSDP_UNUSED_GRADS_ZERO : PSDP_UNUSED_GRADS_ERROR;
     config.mode = o_.bulk ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
     config.chunks_per_transfer = o_.chunks_per_transfer;
+    config.grad_norm = o_.grad_norm;
     psdp_step_h handle = nullptr;
     psdp_status_t s = psdp_step_begin(state_, &config, &handle);
     report_.check(s == PSDP_SUCCESS, at + "begin: " + why(nullptr, s));
@@ -194,9 +256,18 @@ class Framework {
     step_ = handle;
     held_.clear();
     updated_ = 0;
-    // Backward: gradients written, then reported in random pieces and order, a poll now and then.
+    factor_ = 1.0f;
+    skip_ = false;
+    norm_known_ = false;
+    if (o_.grad_norm == PSDP_GRAD_NORM_DEFERRED) fetchNorm(step, at);
+    // Backward (of the last micro-batch): gradients added, then reported in random pieces and order, a poll
+    // now and then.
+    const int last = step * o_.accumulate + o_.accumulate - 1;
     for (size_t b = 0; b < kCounts.size(); ++b) {
-      for (size_t i = 0; i < kCounts[b]; ++i) model_.grads[b][i] = gradientOf(rank_, b, i, step);
+      for (size_t i = 0; i < kCounts[b]; ++i) {
+        model_.grads[b][i] =
+            injected(o_, rank_, nranks_, b, i, step, model_.grads[b][i] + gradientOf(rank_, b, i, last));
+      }
     }
     struct Piece {
       int buffer;
@@ -253,7 +324,8 @@ class Framework {
     }
     for (size_t c : held_) updateChunk(c, at);
     held_.clear();
-    reference_.step(o_, nranks_, step);
+    if (o_.grad_norm == PSDP_GRAD_NORM_GLOBAL && !norm_known_) fetchNorm(step, at);
+    reference_.step(o_, nranks_, step, factor_, skip_);
     // The first buffer before the end, as a forward pass would wait for its first layers.
     s = psdp_step_wait_params(step_, 0, 0, kCounts[0], 30.0);
     report_.check(s == PSDP_SUCCESS, at + "wait_params: " + why(nullptr, s));
@@ -261,6 +333,7 @@ class Framework {
     s = psdp_step_end(step_);
     report_.check(s == PSDP_SUCCESS, at + "end: " + why(nullptr, s));
     for (size_t b = 0; b < kCounts.size(); ++b) checkParameters(b, at);
+    checkTimeline(at);
   }
 
   void finish() {
@@ -293,20 +366,93 @@ class Framework {
     }
   }
 
+  // The ended step's timeline: every stage of every chunk once, each after the one before it.
+  void checkTimeline(const std::string& at) {
+    const int group = o_.group == 0 ? nranks_ : o_.group;
+    const bool replicas = group < nranks_;
+    std::vector<int> stages = {PSDP_STAGE_REDUCE_IN_GROUP, PSDP_STAGE_UPDATE, PSDP_STAGE_GATHER_IN_GROUP};
+    if (replicas) stages.push_back(PSDP_STAGE_REDUCE_ACROSS_REPLICAS);
+    if (replicas && o_.world_level) stages.push_back(PSDP_STAGE_GATHER_ACROSS_REPLICAS);
+    size_t count = 0;
+    psdp_status_t s = psdp_state_step_events(state_, nullptr, 0, &count);
+    report_.check(s == PSDP_SUCCESS && count == chunks_ * stages.size(),
+                  at + "step events: " + std::to_string(count) + " for " + std::to_string(chunks_) + " chunks of " +
+                      std::to_string(stages.size()) + " stages: " + why(nullptr, s));
+    std::vector<psdp_step_event_t> events(count);
+    psdp_state_step_events(state_, events.data(), count, &count);
+    // Per chunk, by stage: begin and end (0: not seen).
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> seen(chunks_,
+                                                                 std::vector<std::pair<uint64_t, uint64_t>>(5));
+    for (const psdp_step_event_t& e : events) {
+      const bool valid = e.chunk < chunks_ && e.stage >= 0 && e.stage < 5 && e.begin_ns <= e.end_ns && e.begin_ns > 0;
+      report_.check(valid, at + "a malformed step event, chunk " + std::to_string(e.chunk));
+      if (!valid) continue;
+      auto& slot = seen[e.chunk][static_cast<size_t>(e.stage)];
+      report_.check(slot.first == 0,
+                    at + "chunk " + std::to_string(e.chunk) + ": stage " + std::to_string(e.stage) + " twice");
+      slot = {e.begin_ns, e.end_ns};
+    }
+    for (size_t c = 0; c < chunks_; ++c) {
+      const auto& t = seen[c];
+      for (int stage : stages) {
+        report_.check(t[static_cast<size_t>(stage)].first != 0,
+                      at + "chunk " + std::to_string(c) + ": no stage " + std::to_string(stage));
+      }
+      const uint64_t reduced =
+          std::max(t[PSDP_STAGE_REDUCE_IN_GROUP].second, t[PSDP_STAGE_REDUCE_ACROSS_REPLICAS].second);
+      report_.check(
+          t[PSDP_STAGE_UPDATE].first >= reduced && t[PSDP_STAGE_GATHER_IN_GROUP].first >= t[PSDP_STAGE_UPDATE].second,
+          at + "chunk " + std::to_string(c) + ": stages out of order");
+    }
+  }
+
   void checkOwnedGradients(const psdp_step_chunk_t& chunk, const std::string& at) {
     size_t bad = 0;
     for (size_t r = 0; r < chunk.nranges; ++r) {
       const psdp_owned_range_t& range = chunk.ranges[r];
       for (size_t i = range.offset; i < range.offset + range.count; ++i) {
         const float want = Reference::summed(o_, nranks_, static_cast<size_t>(range.buffer), i, stepIndex());
-        if (model_.grads[static_cast<size_t>(range.buffer)][i] != want) ++bad;
+        const float got = model_.grads[static_cast<size_t>(range.buffer)][i];
+        if (got != want && !(std::isnan(got) && std::isnan(want))) ++bad;
       }
     }
     report_.check(bad == 0, at + "chunk " + std::to_string(chunk.chunk) + ": " + std::to_string(bad) +
                                 " owned gradients differ from the reduced sum");
   }
 
+  // The step's norm from psdp against the reference's: this step's (global; an injected inf or NaN makes
+  // the framework skip the update, as loss scaling does) or the previous one's (deferred). Sets the clipping
+  // factor the update applies.
+  void fetchNorm(int step, const std::string& at) {
+    norm_known_ = true;
+    psdp_grad_norm_t norm;
+    psdp_status_t s = psdp_step_grad_norm(step_, 30.0, &norm);
+    report_.check(s == PSDP_SUCCESS, at + "grad_norm: " + why(nullptr, s));
+    if (s != PSDP_SUCCESS) return;
+    const int of = o_.grad_norm == PSDP_GRAD_NORM_GLOBAL ? step : step - 1;
+    if (of < 0) {
+      report_.check(norm.available == 0, at + "a deferred norm before any step computed one");
+      return;
+    }
+    const double want = Reference::sqNorm(o_, nranks_, of);
+    const bool want_nonfinite = !std::isfinite(want);
+    report_.check(
+        norm.available == 1 && norm.step == static_cast<uint64_t>(of) && norm.nonfinite == (want_nonfinite ? 1 : 0),
+        at + "grad_norm of step " + std::to_string(norm.step) + ": available " + std::to_string(norm.available) +
+            ", nonfinite " + std::to_string(norm.nonfinite) + ", want step " + std::to_string(of) +
+            (want_nonfinite ? " non-finite" : " finite"));
+    if (want_nonfinite) {
+      report_.check(!std::isfinite(norm.sq_norm), at + "a non-finite gradient with a finite squared norm");
+      skip_ = o_.grad_norm == PSDP_GRAD_NORM_GLOBAL;
+      return;
+    }
+    report_.check(norm.sq_norm == want,
+                  at + "squared norm " + std::to_string(norm.sq_norm) + ", want " + std::to_string(want));
+    factor_ = clipFactor(norm.sq_norm);
+  }
+
   void updateChunk(size_t c, const std::string& at) {
+    if (o_.grad_norm == PSDP_GRAD_NORM_GLOBAL && !norm_known_) fetchNorm(current_step_, at);
     size_t n = 0;
     psdp_plan_owned_ranges(plan_, rank_, c, nullptr, 0, &n);
     std::vector<psdp_owned_range_t> ranges(n);
@@ -316,7 +462,7 @@ class Framework {
       auto& p = model_.params[static_cast<size_t>(range.buffer)];
       auto& g = model_.grads[static_cast<size_t>(range.buffer)];
       for (size_t i = range.offset; i < range.offset + range.count; ++i, ++state_at) {
-        update(o_.adam, p[i], model_.adam_m[state_at], model_.adam_v[state_at], g[i]);
+        if (!skip_) update(o_.adam, p[i], model_.adam_m[state_at], model_.adam_v[state_at], g[i] * factor_);
       }
     }
     psdp_status_t s = psdp_step_chunk_updated(step_, c);
@@ -337,6 +483,9 @@ class Framework {
 
  public:
   int current_step_ = 0;
+  float factor_ = 1.0f;  // this step's clipping factor
+  bool skip_ = false;    // this step's update is skipped (a non-finite gradient)
+  bool norm_known_ = false;
 
  private:
   const Options o_;

@@ -92,7 +92,15 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   State state;
   if (!state.make(comm, rank, report)) return;
   psdp_step_h step = nullptr;
+  psdp_step_config_t bad = PSDP_STEP_CONFIG_INITIALIZER;
+  bad.grad_norm = 7;
+  expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "grad_norm 7",
+              "an unknown norm policy");
   report.check(psdp_step_begin(state.handle, nullptr, &step) == PSDP_SUCCESS, "begin");
+  psdp_grad_norm_t norm;
+  expectError(report, psdp_step_grad_norm(step, 0.0, &norm), PSDP_ERR_INVALID_USAGE, "no gradient norm",
+              "the norm of a step without a norm policy");
+  expectError(report, psdp_step_grad_norm(step, 0.0, nullptr), PSDP_ERR_INVALID_ARGUMENT, "norm_p", "norm_p NULL");
   psdp_step_h second = nullptr;
   expectError(report, psdp_step_begin(state.handle, nullptr, &second), PSDP_ERR_INVALID_USAGE, "has not ended",
               "begin twice");
@@ -166,7 +174,8 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   if (rank == nranks - 1) config.reduce_order = PSDP_STEP_ORDER_FORWARD;
   s = psdp_step_begin(other.handle, &config, &step);
   const std::string odd = "rank " + std::to_string(rank == nranks - 1 ? 0 : nranks - 1);
-  expectError(report, s, PSDP_ERR_MISMATCH, "orders, op and chunks per transfer", "begin with another order");
+  expectError(report, s, PSDP_ERR_MISMATCH, "orders, op, chunks per transfer and norm policy",
+              "begin with another order");
   report.check(has(psdp_get_last_error(nullptr), odd),
                "the mismatch names " + odd + ": " + psdp_get_last_error(nullptr));
   report.check(psdp_state_deregister(other.handle) == PSDP_SUCCESS, "deregister the other state");
