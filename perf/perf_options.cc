@@ -7,7 +7,6 @@
 #include <cstring>
 
 namespace psdp::perf {
-namespace {
 
 bool parseSize(const char* text, size_t* out) {
   char* end = nullptr;
@@ -33,6 +32,8 @@ bool parseInt(const char* text, int lo, int hi, int* out) {
   *out = static_cast<int>(v);
   return true;
 }
+
+namespace {
 
 bool parseCollective(const char* text, Collective* out) {
   // Short names, and the binary names of nccl-tests so that its command lines work unchanged.
@@ -216,7 +217,8 @@ double busFactor(Collective c, int nranks) {
 const char* usage() {
   return "usage: psdp-perf {ar|rs|ag|bcast} [options]   (run under psdp-run, torchrun, mpirun or srun)\n"
          "  The collective may also be given as nccl-tests names it: all_reduce_perf, reduce_scatter_perf,\n"
-         "  all_gather_perf, broadcast_perf.\n"
+         "  all_gather_perf, broadcast_perf. psdp-perf step [options] times a whole sharded training step\n"
+         "  instead (psdp-perf step --help).\n"
          "  -b, --minbytes SIZE   smallest size (total bytes, as nccl-tests), K/M/G suffixes (default 32M)\n"
          "  -e, --maxbytes SIZE   largest size (default 32M)\n"
          "  -f, --stepfactor N    multiply the size by N between steps (default 2)\n"
@@ -265,7 +267,8 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
     if (!parseCollective(argv[1], &o->collective)) {
-      *error = std::string("unknown collective '") + argv[1] + "' (ar, rs, ag, bcast or nccl-tests' *_perf names)";
+      *error =
+          std::string("unknown collective '") + argv[1] + "' (ar, rs, ag, bcast, nccl-tests' *_perf names, or step)";
       return false;
     }
     first = 2;

@@ -38,6 +38,10 @@ struct Options {
 };
 
 const char* usage();
+// A byte count such as 1024, 64K, 1M or 1G; false for anything else (a negative number, a bad suffix).
+bool parseSize(const char* text, size_t* out);
+// An integer in [lo, hi].
+bool parseInt(const char* text, int lo, int hi, int* out);
 // False with a message for a bad command line.
 bool parseOptions(int argc, char** argv, Options* options, std::string* error);
 // The size after `bytes`; larger than max_bytes when `bytes` was the last.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "host_buffer.h"
 #include "perf_data.h"
 #include "perf_options.h"
+#include "psdp_perf_step.h"
 
 namespace {
 
@@ -239,6 +241,7 @@ void runCombination(const Options& o, Call c, const Lineup& lineup, const Buffer
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "step") == 0) return psdp::perf::runStepBenchmark(argc, argv, 2);
   Options o;
   std::string error;
   if (!psdp::perf::parseOptions(argc, argv, &o, &error)) {

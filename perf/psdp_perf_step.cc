@@ -1,239 +1,436 @@
-// psdp-perf-step: the time of a whole sharded step (psdp_step_begin to psdp_step_end) of one float32 state,
-// pipelined against bulk mode in the same run, interleaved (ABAB...), with SGD on the owned ranges. The
-// framework side is what a training loop does: report every gradient (backward order, a chunk at a time),
-// take each reduced chunk, update it, mark it updated. With --backward-ms T, the gradients become ready over
-// T ms (the thread sleeps before each report, as it would wait for a GPU's backward): pipelining's gain is
-// the reduction that overlaps it. It also prints, from the plan, the bytes each rank sends per step inside
-// its shard group and across its replica group at the chosen level.
-//   psdp-run -n 2 -- psdp-perf-step [--bytes 1G] [--chunk-bytes 64M] [--window 2] [--group G] [--level group|world]
-//                                   [--iters 5] [--warmup 1] [--mode both|pipelined|bulk] [--backward-ms T]
+// psdp-perf step: the time of a whole sharded training step (psdp_step_begin to psdp_step_end) of a
+// model-shaped float32 state, pipelined against bulk mode in the same run, interleaved, with the optimizer
+// (Adam by default) on the owned pieces: the tool plays the framework, psdp runs no model math. Each step
+// is what a training loop does: backward writes each bucket of gradients (a chunk's worth, last layer
+// first) and reports it, the loop takes each reduced chunk, updates its owned ranges and marks it updated,
+// and the step ends once every chunk is gathered. Communication alone (no update) and the update alone (no
+// psdp) are measured in the same run, which gives the overlap each mode achieves. Ranks report the
+// slowest rank's time per step.
+#include "psdp_perf_step.h"
+
 #include <psdp/psdp.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "adam.h"
+#include "host_buffer.h"
+#include "model_shapes.h"
+#include "step_options.h"
+#include "step_report.h"
+#include "step_trace.h"
+#include "step_traffic.h"
+
+namespace psdp::perf {
 namespace {
 
-struct Options {
-  size_t bytes = size_t{1} << 30;
-  size_t chunk_bytes = size_t{64} << 20;
-  size_t window = 2;
-  int group = 0;
-  bool world_level = false;
-  int iters = 5;
-  int warmup = 1;
-  std::string mode = "both";
-  double backward_ms = 0;
-};
+using tools::loadModelShapes;
+using tools::ModelShapes;
+using tools::TensorShape;
 
-size_t parseSize(const char* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  switch (end != nullptr ? *end : 0) {
-    case 'K': v *= 1024; break;
-    case 'M': v *= 1024 * 1024; break;
-    case 'G': v *= 1024.0 * 1024 * 1024; break;
-    default: break;
-  }
-  return static_cast<size_t>(v);
-}
-
-bool parse(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (v == nullptr) return false;
-    if (a == "--bytes")
-      o.bytes = parseSize(v);
-    else if (a == "--chunk-bytes")
-      o.chunk_bytes = parseSize(v);
-    else if (a == "--window")
-      o.window = parseSize(v);
-    else if (a == "--group")
-      o.group = std::atoi(v);
-    else if (a == "--level")
-      o.world_level = std::string(v) == "world";
-    else if (a == "--iters")
-      o.iters = std::atoi(v);
-    else if (a == "--warmup")
-      o.warmup = std::atoi(v);
-    else if (a == "--mode")
-      o.mode = v;
-    else if (a == "--backward-ms")
-      o.backward_ms = std::atof(v);
-    else
-      return false;
-    ++i;
-  }
-  return o.iters > 0 && o.bytes >= 4 && (o.mode == "both" || o.mode == "pipelined" || o.mode == "bulk");
-}
-
-#define CHECK(call)                                                                                          \
-  do {                                                                                                       \
-    psdp_status_t s_ = (call);                                                                               \
-    if (s_ != PSDP_SUCCESS) {                                                                                \
-      std::fprintf(stderr, "%s failed: %s: %s\n", #call, psdp_status_string(s_), psdp_get_last_error(NULL)); \
-      std::exit(1);                                                                                          \
-    }                                                                                                        \
+#define STEP_CHECK(call)                                                                         \
+  do {                                                                                           \
+    psdp_status_t s_ = (call);                                                                   \
+    if (s_ != PSDP_SUCCESS) {                                                                    \
+      std::fprintf(stderr, "psdp-perf step: %s failed: %s: %s\n", #call, psdp_status_string(s_), \
+                   psdp_get_last_error(NULL));                                                   \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
-struct Bench {
-  psdp_comm_h comm = nullptr;
-  int rank = 0, nranks = 0;
-  std::vector<float> params, grads, unused;
-  psdp_state_h state = nullptr;
-  psdp_plan_h plan = nullptr;
-  size_t nchunks = 0;
-  std::vector<std::vector<psdp_owned_range_t>> owned;
-
-  // Takes the reduced chunks there are (waiting up to timeout_s for the first) and updates each.
-  size_t updateReduced(psdp_step_h step, double timeout_s) {
-    size_t updated = 0;
-    while (true) {
-      psdp_step_chunk_t chunk = PSDP_STEP_CHUNK_INITIALIZER;
-      CHECK(psdp_step_next_chunk(step, updated == 0 ? timeout_s : 0.0, &chunk));
-      if (chunk.chunk == PSDP_STEP_NO_CHUNK) return updated;
-      for (size_t r = 0; r < chunk.nranges; ++r) {
-        float* p = params.data() + chunk.ranges[r].offset;
-        const float* g = grads.data() + chunk.ranges[r].offset;
-        for (size_t i = 0; i < chunk.ranges[r].count; ++i) p[i] -= 1e-9f * g[i];
+// The tensors to register: a model's (scaled), or one of --bytes; *model_path: the shape file read.
+std::vector<TensorShape> tensorsOf(const StepOptions& o, std::string* model, std::string* model_path,
+                                   std::string* error) {
+  if (o.bytes != 0) {
+    *model = "one tensor";
+    return {TensorShape{"w", {o.bytes / 4}, o.bytes / 4}};
+  }
+  std::string path = o.model_path;
+  if (path.empty()) {
+    char exe[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    std::string installed = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
+    installed = installed.substr(0, installed.rfind('/') + 1) + PSDP_PERF_MODEL_FROM_BIN;
+    for (const std::string& candidate : {installed, std::string(PSDP_PERF_MODEL_SOURCE)}) {
+      if (std::FILE* f = std::fopen(candidate.c_str(), "r")) {
+        std::fclose(f);
+        path = candidate;
+        break;
       }
-      CHECK(psdp_step_chunk_updated(step, chunk.chunk));
-      ++updated;
     }
   }
+  *model_path = path;
+  std::optional<ModelShapes> shapes = loadModelShapes(path, o.model_name, error);
+  if (!shapes) return {};
+  *model = shapes->name;
+  for (TensorShape& t : shapes->tensors) {
+    t.shape[0] = std::max<uint64_t>(1, static_cast<uint64_t>(static_cast<double>(t.shape[0]) * o.scale));
+    t.numel = 1;
+    for (uint64_t d : t.shape) t.numel *= d;
+  }
+  return shapes->tensors;
+}
 
-  // One step; returns its seconds. Chunks reduced during backward are updated at once (bulk mode hands out
-  // none until every gradient is reduced).
-  double step(bool bulk, const Options& o) {
-    psdp_step_config_t config = PSDP_STEP_CONFIG_INITIALIZER;
-    config.reduce_window = config.gather_window = o.window;
-    config.mode = bulk ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
-    CHECK(psdp_barrier(comm, nullptr));
-    const auto start = std::chrono::steady_clock::now();
-    psdp_step_h step = nullptr;
-    CHECK(psdp_step_begin(state, &config, &step));
-    // Backward order, a chunk's worth at a time, as hooks report buckets.
-    const size_t count = params.size(), per = std::max<size_t>(1, o.chunk_bytes / sizeof(float));
-    const auto pause = std::chrono::duration<double, std::milli>(o.backward_ms * static_cast<double>(per) /
-                                                                 static_cast<double>(count));
-    size_t done = 0;
-    for (size_t end = count; end > 0;) {
-      const size_t begin = end > per ? end - per : 0;
-      if (o.backward_ms > 0) std::this_thread::sleep_for(pause);
-      CHECK(psdp_step_grads_ready(step, 1, begin, end - begin));
-      done += updateReduced(step, 0.0);
-      end = begin;
-    }
-    CHECK(psdp_step_backward_done(step));
-    while (done < nchunks) done += updateReduced(step, 60.0);
-    CHECK(psdp_step_end(step));
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-};
+// How many ranks share this rank's host (for the cache model): hosts compared by name.
+int ranksOnHost(psdp_comm_h comm, int nranks) {
+  char name[64] = {};
+  gethostname(name, sizeof(name) - 1);
+  std::vector<char> all(sizeof(name) * static_cast<size_t>(nranks));
+  STEP_CHECK(psdp_all_gather(name, all.data(), sizeof(name), PSDP_UINT8, comm, nullptr, nullptr));
+  int same = 0;
+  for (int r = 0; r < nranks; ++r)
+    same += std::strncmp(name, &all[sizeof(name) * static_cast<size_t>(r)], sizeof(name)) == 0;
+  return same;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Bytes this rank sends per step, as ring and recursive algorithms move them: a reduce-scatter or
-// all-gather of n blocks of b bytes sends (n - 1) * b, an all-reduce of b bytes over n ranks 2 (n - 1) b / n.
-void printTraffic(const Bench& b, const Options& o, int G) {
-  const int R = b.nranks / G;
-  double inside = 0, across = 0;
-  for (size_t c = 0; c < b.nchunks; ++c) {
-    psdp_plan_chunk_t chunk;
-    psdp_plan_get_chunk(b.plan, c, &chunk);
-    const double group_block =
-        static_cast<double>(o.world_level ? chunk.padded_world_piece * R : chunk.padded_group_piece) * 4;
-    inside += 2.0 * (G - 1) * group_block;  // reduce-scatter + all-gather in the group
-    if (R > 1) {
-      across += o.world_level ? 2.0 * (R - 1) * chunk.padded_world_piece * 4  // reduce-scatter + all-gather
-                              : 2.0 * (R - 1) * group_block / R;              // all-reduce
+// One registration of the state's buffers: its plan, and where each chunk's owned elements are.
+struct Registration {
+  psdp_state_h state = nullptr;
+  psdp_plan_h plan = nullptr;
+  size_t chunks = 0;
+  size_t owned = 0;
+  std::vector<size_t> state_offset;  // per chunk: its first owned element in the optimizer state
+  std::vector<std::vector<psdp_owned_range_t>> owned_ranges;
+
+  ~Registration() {
+    if (plan != nullptr) psdp_plan_free(plan);
+    if (state != nullptr) psdp_state_deregister(state);
+  }
+};
+
+// The framework's side. Pipelined steps run on a plan of --chunk-bytes chunks; bulk steps on a plan of one
+// chunk per space, where each rank owns one contiguous piece of the flat buffer, as ZeRO-2 and Megatron's
+// distributed optimizer lay it out, so that bulk reduces and gathers in place like them (on the chunked
+// plan, a rank's pieces are spread over every chunk and a whole-space collective must pack them). Flat
+// buffers are padded to a multiple of W alignment units, as those frameworks pad theirs, so that no piece
+// needs padding.
+class StepBench {
+ public:
+  StepBench(const StepOptions& o, psdp_comm_h comm) : o_(o), comm_(comm) {
+    psdp_comm_rank(comm, &rank_);
+    psdp_comm_size(comm, &nranks_);
+    group_ = o_.group == 0 ? nranks_ : o_.group;
+  }
+
+  bool setUp(const std::vector<TensorShape>& tensors) {
+    constexpr size_t kUnit = 64;  // float32 elements of the plan's default 256-byte alignment
+    size_t total = 0;
+    for (const TensorShape& t : tensors) total += (t.numel + kUnit - 1) / kUnit * kUnit;
+    if (!o_.per_tensor) {
+      const size_t grain = kUnit * static_cast<size_t>(nranks_);
+      total = (total + grain - 1) / grain * grain;
+    }
+    params_ = std::make_unique<HostBuffer>(total * 4, true, o_.shared_buffers);
+    grads_ = std::make_unique<HostBuffer>(total * 4, true, o_.shared_buffers);
+    if (params_->data() == nullptr || grads_->data() == nullptr) return false;
+    if (o_.per_tensor) {
+      size_t at = 0;
+      for (const TensorShape& t : tensors) {
+        param_ptrs_.push_back(reinterpret_cast<float*>(params_->data()) + at);
+        grad_ptrs_.push_back(reinterpret_cast<float*>(grads_->data()) + at);
+        counts_.push_back(t.numel);
+        names_.push_back(t.name);
+        at += (t.numel + kUnit - 1) / kUnit * kUnit;
+      }
+    } else {
+      param_ptrs_.push_back(reinterpret_cast<float*>(params_->data()));
+      grad_ptrs_.push_back(reinterpret_cast<float*>(grads_->data()));
+      counts_.push_back(total);
+      names_.push_back("params");
+    }
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      elements_ += counts_[i];
+      std::fill(param_ptrs_[i], param_ptrs_[i] + counts_[i], 1.0f);
+      std::fill(grad_ptrs_[i], grad_ptrs_[i] + counts_[i], 1.0f);
+      grad_names_.push_back(names_[i] + ".grad");
+    }
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      descs_.push_back(
+          {names_[i].c_str(), param_ptrs_[i], counts_[i], PSDP_FLOAT32, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0});
+    }
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      descs_.push_back(
+          {grad_names_[i].c_str(), grad_ptrs_[i], counts_[i], PSDP_FLOAT32, PSDP_BUFFER_GRADIENT, PSDP_MEMORY_HOST, 0});
+    }
+    layout_.resize(static_cast<size_t>(nranks_));
+    STEP_CHECK(psdp_comm_get_layout(comm_, group_, layout_.data()));
+    // The optimizer state is sized from each plan, which does not depend on it (psdp.h, "Registered state");
+    // both registrations share its memory, sized for the larger.
+    const size_t bulk_chunk_bytes = o_.bulk_chunked ? o_.chunk_bytes : kWholeSpace;
+    const size_t pipelined_owned = ownedBy(o_.chunk_bytes), bulk_owned = ownedBy(bulk_chunk_bytes);
+    if (o_.adam) {
+      const size_t most = (std::max(pipelined_owned, bulk_owned) + 1023) / 1024 * 1024;
+      moments_ = std::make_unique<HostBuffer>(2 * most * 4, true, false);
+      if (moments_->data() == nullptr) return false;
+      m_ = reinterpret_cast<float*>(moments_->data());
+      v_ = m_ + most;
+    }
+    if (o_.pipelined) registerState(o_.chunk_bytes, pipelined_owned, pipelined_);
+    if (o_.bulk) registerState(bulk_chunk_bytes, bulk_owned, bulk_);
+    return true;
+  }
+
+  // One step in `mode`; returns this rank's seconds.
+  double run(StepMode mode) {
+    ++adam_.step;
+    STEP_CHECK(psdp_barrier(comm_, nullptr));
+    const auto start = std::chrono::steady_clock::now();
+    const Registration& r = of(mode);
+    if (mode == kUpdateOnly) {
+      for (size_t c = 0; c < r.chunks; ++c) update(r, c, r.owned_ranges[c].data(), r.owned_ranges[c].size());
+    } else {
+      step(r, mode);
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  // The registration a mode's steps run on: comm only and update only on the pipelined one, unless only
+  // bulk mode is measured.
+  const Registration& of(StepMode mode) const {
+    if (mode == kBulk || (mode != kPipelined && !o_.pipelined)) return bulk_;
+    return pipelined_;
+  }
+  size_t elements() const { return elements_; }
+  int group() const { return group_; }
+  size_t buffers() const { return counts_.size(); }
+  const std::vector<size_t>& parameterCounts() const { return counts_; }
+
+ private:
+  // A chunk size larger than any space: one chunk per space.
+  static constexpr size_t kWholeSpace = size_t{1} << 62;
+
+  psdp_plan_config_t planConfig(size_t chunk_bytes) const {
+    psdp_plan_config_t config = PSDP_PLAN_CONFIG_INITIALIZER;
+    config.group_size = group_;
+    config.level = o_.world_level ? PSDP_SHARD_LEVEL_WORLD : PSDP_SHARD_LEVEL_GROUP;
+    config.chunk_bytes = chunk_bytes;
+    return config;
+  }
+
+  size_t ownedBy(size_t chunk_bytes) const {
+    const psdp_plan_config_t config = planConfig(chunk_bytes);
+    psdp_plan_h plan = nullptr;
+    STEP_CHECK(
+        psdp_plan_create(descs_.data(), static_cast<int>(descs_.size()), nranks_, layout_.data(), &config, &plan));
+    size_t owned = 0;
+    STEP_CHECK(psdp_plan_optimizer_state_count(plan, rank_, &owned));
+    psdp_plan_free(plan);
+    return owned;
+  }
+
+  void registerState(size_t chunk_bytes, size_t owned, Registration& r) {
+    std::vector<psdp_buffer_desc_t> descs = descs_;
+    if (o_.adam) {
+      descs.push_back({"adam.m", m_, owned, PSDP_FLOAT32, PSDP_BUFFER_OPTIMIZER_STATE, PSDP_MEMORY_HOST, 0});
+      descs.push_back({"adam.v", v_, owned, PSDP_FLOAT32, PSDP_BUFFER_OPTIMIZER_STATE, PSDP_MEMORY_HOST, 0});
+    }
+    const psdp_plan_config_t config = planConfig(chunk_bytes);
+    STEP_CHECK(psdp_state_register(comm_, descs.data(), static_cast<int>(descs.size()), &config, &r.state));
+    STEP_CHECK(psdp_state_get_plan(r.state, &r.plan));
+    STEP_CHECK(psdp_plan_chunk_count(r.plan, &r.chunks));
+    r.owned = owned;
+    // Where each chunk's owned elements start in the optimizer state: the shard file's order.
+    r.state_offset.assign(r.chunks + 1, 0);
+    for (size_t c = 0; c < r.chunks; ++c) {
+      size_t n = 0;
+      STEP_CHECK(psdp_plan_owned_count(r.plan, rank_, c, &n));
+      r.state_offset[c + 1] = r.state_offset[c] + n;
+      STEP_CHECK(psdp_plan_owned_ranges(r.plan, rank_, c, nullptr, 0, &n));
+      std::vector<psdp_owned_range_t> ranges(n);
+      STEP_CHECK(psdp_plan_owned_ranges(r.plan, rank_, c, ranges.data(), n, &n));
+      r.owned_ranges.push_back(std::move(ranges));
     }
   }
-  std::printf(
-      "# bytes sent per rank per step: inside the shard group %.1f MiB, across replicas %.1f MiB "
-      "(G %d, R %d, level %s)\n",
-      inside / (1 << 20), across / (1 << 20), G, R, o.world_level ? "world" : "group");
-}
+
+  void update(const Registration& reg, size_t chunk, const psdp_owned_range_t* ranges, size_t nranges) {
+    size_t at = reg.state_offset[chunk];
+    for (size_t r = 0; r < nranges; ++r) {
+      float* p = param_ptrs_[static_cast<size_t>(ranges[r].buffer)] + ranges[r].offset;
+      const float* g = grad_ptrs_[static_cast<size_t>(ranges[r].buffer)] + ranges[r].offset;
+      if (o_.adam) {
+        adamUpdate(p, g, m_ + at, v_ + at, ranges[r].count, adam_);
+      } else {
+        sgdUpdate(p, g, ranges[r].count, 1e-4f);
+      }
+      at += ranges[r].count;
+    }
+  }
+
+  // Takes the reduced chunks there are (waiting up to timeout_s for the first) and updates each.
+  size_t updateReduced(const Registration& reg, psdp_step_h step, double timeout_s, bool apply) {
+    size_t updated = 0;
+    while (true) {
+      psdp_step_chunk_t chunk = PSDP_STEP_CHUNK_INITIALIZER;
+      STEP_CHECK(psdp_step_next_chunk(step, updated == 0 ? timeout_s : 0.0, &chunk));
+      if (chunk.chunk == PSDP_STEP_NO_CHUNK) return updated;
+      if (apply) update(reg, chunk.chunk, chunk.ranges, chunk.nranges);
+      STEP_CHECK(psdp_step_chunk_updated(step, chunk.chunk));
+      ++updated;
+    }
+  }
+
+  // Backward writes and reports gradients a bucket (--chunk-bytes) at a time, last element first, as hooks
+  // report buckets; chunks reduced meanwhile are updated at once (bulk mode hands out none until all are
+  // reduced). Comm only skips the update.
+  void step(const Registration& reg, StepMode mode) {
+    psdp_step_config_t config = PSDP_STEP_CONFIG_INITIALIZER;
+    config.reduce_window = config.gather_window = o_.window;
+    config.mode = &reg == &bulk_ ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
+    config.op = PSDP_AVG;  // the gradients are alike on every rank: their average stays 1
+    config.gather_order = o_.gather_forward ? PSDP_STEP_ORDER_FORWARD : PSDP_STEP_ORDER_BACKWARD;
+    psdp_step_h step = nullptr;
+    STEP_CHECK(psdp_step_begin(reg.state, &config, &step));
+    const size_t bucket = std::max<size_t>(1, (o_.chunk_bytes == 0 ? size_t{64} << 20 : o_.chunk_bytes) / 4);
+    const auto pause = std::chrono::duration<double, std::milli>(o_.backward_ms * static_cast<double>(bucket) /
+                                                                 static_cast<double>(elements_));
+    const bool apply = mode != kCommOnly;
+    size_t done = 0;
+    for (size_t b = counts_.size(); b-- > 0;) {
+      for (size_t end = counts_[b]; end > 0;) {
+        const size_t begin = end > bucket ? end - bucket : 0;
+        if (o_.backward_ms > 0) std::this_thread::sleep_for(pause);
+        std::fill(grad_ptrs_[b] + begin, grad_ptrs_[b] + end, 1.0f);
+        STEP_CHECK(psdp_step_grads_ready(step, static_cast<int>(b), begin, end - begin));
+        if (o_.update_during_backward) done += updateReduced(reg, step, 0.0, apply);
+        end = begin;
+      }
+    }
+    STEP_CHECK(psdp_step_backward_done(step));
+    while (done < reg.chunks) done += updateReduced(reg, step, 60.0, apply);
+    STEP_CHECK(psdp_step_end(step));
+  }
+
+  const StepOptions& o_;
+  psdp_comm_h comm_;
+  int rank_ = 0, nranks_ = 1, group_ = 1;
+  size_t elements_ = 0;
+  std::unique_ptr<HostBuffer> params_, grads_, moments_;
+  std::vector<float*> param_ptrs_, grad_ptrs_;
+  std::vector<size_t> counts_;
+  std::vector<std::string> names_, grad_names_;
+  std::vector<psdp_buffer_desc_t> descs_;  // parameters and gradients
+  std::vector<int> layout_;
+  float *m_ = nullptr, *v_ = nullptr;
+  AdamParams adam_;
+  Registration pipelined_, bulk_;  // declared last: deregistered before the buffers go
+};
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o;
-  if (!parse(argc, argv, o)) {
-    std::fprintf(stderr,
-                 "usage: psdp-perf-step [--bytes 1G] [--chunk-bytes 64M] [--window 2] [--group G] "
-                 "[--level group|world] [--iters 5] [--warmup 1] [--mode both|pipelined|bulk]\n");
+int runStepBenchmark(int argc, char** argv, int first) {
+  StepOptions o;
+  std::string error;
+  if (!parseStepOptions(argc, argv, first, &o, &error)) {
+    std::fprintf(stderr, "psdp-perf step: %s\n", error.c_str());
     return 2;
   }
-  Bench b;
-  CHECK(psdp_comm_init_from_env(nullptr, &b.comm));
-  psdp_comm_rank(b.comm, &b.rank);
-  psdp_comm_size(b.comm, &b.nranks);
-  const int G = o.group == 0 ? b.nranks : o.group;
-  const size_t n = o.bytes / sizeof(float);
-  b.params.assign(n, 1.0f);
-  b.grads.assign(n, 1.0f);
-  psdp_buffer_desc_t descs[3] = {
-      {"w", b.params.data(), n, PSDP_FLOAT32, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0},
-      {"w.grad", b.grads.data(), n, PSDP_FLOAT32, PSDP_BUFFER_GRADIENT, PSDP_MEMORY_HOST, 0},
-      {"sgd", nullptr, 0, PSDP_FLOAT32, PSDP_BUFFER_OPTIMIZER_STATE, PSDP_MEMORY_HOST, 0},
-  };
-  psdp_plan_config_t plan_config = PSDP_PLAN_CONFIG_INITIALIZER;
-  plan_config.group_size = G;
-  plan_config.level = o.world_level ? PSDP_SHARD_LEVEL_WORLD : PSDP_SHARD_LEVEL_GROUP;
-  plan_config.chunk_bytes = o.chunk_bytes;
-  // SGD keeps no state: an optimizer-state buffer of no elements is not registered.
-  CHECK(psdp_state_register(b.comm, descs, 2, &plan_config, &b.state));
-  CHECK(psdp_state_get_plan(b.state, &b.plan));
-  CHECK(psdp_plan_chunk_count(b.plan, &b.nchunks));
-  if (b.rank == 0) {
-    std::printf(
-        "# psdp-perf-step: %d ranks, G %d, level %s, state %.0f MiB float32 (params and grads, private "
-        "buffers), %zu chunks of %.0f MiB, windows %zu, backward %.0f ms, SGD on the owned ranges\n",
-        b.nranks, G, o.world_level ? "world" : "group", static_cast<double>(o.bytes) / (1 << 20), b.nchunks,
-        static_cast<double>(o.chunk_bytes) / (1 << 20), o.window, o.backward_ms);
-    printTraffic(b, o, G);
+  if (o.help) {
+    std::fputs(stepUsage(), stdout);
+    return 0;
   }
-  std::vector<bool> modes;
-  if (o.mode != "bulk") modes.push_back(false);
-  if (o.mode != "pipelined") modes.push_back(true);
-  for (int i = 0; i < o.warmup; ++i) {
-    for (bool bulk : modes) b.step(bulk, o);
+  std::string model, model_path;
+  const std::vector<TensorShape> tensors = tensorsOf(o, &model, &model_path, &error);
+  if (tensors.empty()) {
+    std::fprintf(stderr, "psdp-perf step: %s\n", error.c_str());
+    return 2;
   }
-  std::vector<double> times[2];
-  for (int i = 0; i < o.iters; ++i) {
-    // ABAB, then BABA: neither mode always runs first.
-    for (size_t m = 0; m < modes.size(); ++m) {
-      const bool bulk = modes[(m + static_cast<size_t>(i)) % modes.size()];
-      times[bulk ? 1 : 0].push_back(b.step(bulk, o));
+  psdp_comm_h comm = nullptr;
+  STEP_CHECK(psdp_comm_init_from_env(nullptr, &comm));
+  int rank = 0, nranks = 1;
+  psdp_comm_rank(comm, &rank);
+  psdp_comm_size(comm, &nranks);
+  if (o.group != 0 && nranks % o.group != 0) {
+    if (rank == 0) std::fprintf(stderr, "psdp-perf step: --group %d does not divide the %d ranks\n", o.group, nranks);
+    psdp_comm_destroy(comm);
+    return 2;
+  }
+  const int ranks_on_host = ranksOnHost(comm, nranks);
+  int code = 0;
+  {
+    StepBench bench(o, comm);
+    if (!bench.setUp(tensors)) {
+      std::fprintf(stderr, "psdp-perf step: rank %d: cannot map the state's buffers\n", rank);
+      std::exit(1);
+    }
+    StepTrafficParams tp;
+    tp.rank = rank;
+    tp.group = bench.group();
+    tp.replicas = nranks / bench.group();
+    tp.world_level = o.world_level;
+    tp.optimizer_buffers = o.adam ? 2 : 0;
+    tp.window_chunks = 2 * o.window;
+    tp.ranks_on_host = ranks_on_host;
+    tp.cache_bytes = lastLevelCacheBytes();
+    tp.parameter_counts = bench.parameterCounts();
+    StepTraffic traffic, bulk_traffic;
+    if (o.pipelined) traffic = stepTraffic(bench.of(kPipelined).plan, tp, true);
+    if (o.bulk) bulk_traffic = stepTraffic(bench.of(kBulk).plan, tp, false);
+    std::vector<StepMode> modes;
+    if (o.pipelined) modes.push_back(kPipelined);
+    if (o.bulk) modes.push_back(kBulk);
+    modes.push_back(kCommOnly);
+    modes.push_back(kUpdateOnly);
+    for (int i = 0; i < o.warmup; ++i) {
+      for (StepMode m : modes) bench.run(m);
+    }
+    // Each iteration runs every mode, rotated by one each time: none always runs first.
+    std::vector<double> mine(static_cast<size_t>(o.iters) * kStepModes, 0.0);
+    for (int i = 0; i < o.iters; ++i) {
+      for (size_t k = 0; k < modes.size(); ++k) {
+        const StepMode m = modes[(k + static_cast<size_t>(i)) % modes.size()];
+        mine[static_cast<size_t>(i) * kStepModes + m] = bench.run(m);
+      }
+    }
+    std::vector<double> slowest(mine.size());
+    STEP_CHECK(
+        psdp_all_reduce(mine.data(), slowest.data(), mine.size(), PSDP_FLOAT64, PSDP_MAX, comm, nullptr, nullptr));
+    StepResults results;
+    for (StepMode m : modes) {
+      std::vector<double> t;
+      for (int i = 0; i < o.iters; ++i) t.push_back(slowest[static_cast<size_t>(i) * kStepModes + m]);
+      results.present[m] = true;
+      results.median[m] = median(t);
+      results.min[m] = *std::min_element(t.begin(), t.end());
+      results.max[m] = *std::max_element(t.begin(), t.end());
+    }
+    if (!o.trace_path.empty()) {
+      bench.run(o.pipelined ? kPipelined : kBulk);
+      if (!writeStepTrace(comm, bench.of(kCommOnly).state, o.trace_path)) code = 1;
+    }
+    if (rank == 0) {
+      StepSetup setup{model,
+                      model_path,
+                      tensors.size(),
+                      bench.elements(),
+                      bench.buffers(),
+                      nranks,
+                      bench.group(),
+                      bench.of(kCommOnly).chunks,
+                      bench.of(kCommOnly).owned,
+                      ranks_on_host,
+                      tp.cache_bytes};
+      printStepReport(o, setup, traffic, bulk_traffic, results, stdout);
+      if (!o.json_path.empty() && !writeStepJson(o, setup, traffic, bulk_traffic, results, o.json_path)) code = 1;
     }
   }
-  if (b.rank == 0) {
-    std::printf("%-10s %10s %10s %10s %12s\n", "mode", "median_ms", "min_ms", "max_ms", "state_GB/s");
-    for (int m = 0; m < 2; ++m) {
-      if (times[m].empty()) continue;
-      const double med = median(times[m]);
-      std::printf("%-10s %10.1f %10.1f %10.1f %12.2f\n", m == 1 ? "bulk" : "pipelined", med * 1e3,
-                  *std::min_element(times[m].begin(), times[m].end()) * 1e3,
-                  *std::max_element(times[m].begin(), times[m].end()) * 1e3, static_cast<double>(o.bytes) / med / 1e9);
-    }
-    if (!times[0].empty() && !times[1].empty()) {
-      std::printf("# pipelined / bulk step time: %.3f\n", median(times[0]) / median(times[1]));
-    }
-  }
-  psdp_plan_free(b.plan);
-  CHECK(psdp_state_deregister(b.state));
-  CHECK(psdp_comm_finalize(b.comm));
-  psdp_comm_destroy(b.comm);
-  return 0;
+  STEP_CHECK(psdp_comm_finalize(comm));
+  psdp_comm_destroy(comm);
+  return code;
 }
+
+}  // namespace psdp::perf

@@ -2,7 +2,9 @@
 # The main job: builds psdp, then runs 2 local ranks over UCX shared memory and prints nccl-tests style
 # bandwidth tables for all-reduce, reduce-scatter and all-gather from 1 MiB to 256 MiB, verified exactly: first on
 # private buffers (the direct algorithm over CMA), then on psdp_mem_alloc buffers (-R 1: direct, the other
-# ranks' buffers mapped).
+# ranks' buffers mapped); then a whole training step of Qwen2.5-0.5B's shapes (float32, Adam on the owned
+# pieces), pipelined against bulk, with communication and the update each also alone (psdp-perf step; the
+# model is scaled to 2/ranks above 2 ranks, to fit the memory of one machine).
 #   scripts/run.sh [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,3 +16,5 @@ for shared in 0 1; do
       -R "$shared"
   done
 done
+scale=$(awk -v r="$ranks" 'BEGIN { print (r > 2 ? 2 / r : 1) }')
+build/bin/psdp-run -n "$ranks" --timeout 900 -- build/bin/psdp-perf step --iters 5 --scale "$scale"

@@ -2,7 +2,8 @@
 # Installs the build tree into a scratch prefix and uses it as an outside user would, with no LD_LIBRARY_PATH
 # and after moving the prefix elsewhere (the installed runtime paths and psdp.pc are relative): runs every
 # installed tool, then builds a C program with find_package(psdp CONFIG) and with pkg-config (plus the runtime
-# path flag README gives) and runs each alone and as 2 ranks under the installed psdp-run. Also checks that
+# path flag README gives) and runs each alone and as 2 ranks under the installed psdp-run. psdp-perf step must
+# find the installed model shapes from its own path. Also checks that
 # libpsdp.so exports only psdp_* symbols and carries a SONAME.
 #   check_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -40,6 +41,10 @@ step "psdp-plan" "$bin/psdp-plan" --model "$source_dir/tests/data/qwen2.5.json" 
 step "psdp-topo on this machine" env PSDP_TOPO_FILE= "$bin/psdp-topo"
 step "psdp-topo on a file" "$bin/psdp-topo" --file "$source_dir/tests/data/topologies/nccl/azure-ndv4-topo.xml" --hosts 2
 step "psdp-perf under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin/psdp-perf" ar -b 1M -e 1M -n 2 -w 1 -c 1
+step "psdp-perf step under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin/psdp-perf" step --scale 0.01 --iters 1 \
+  --warmup 0 --chunk-bytes 1M
+grep -q "shapes from $prefix/bin/../share/psdp/qwen2.5.json" "$work/out" ||
+  { echo "psdp-perf step did not read the installed shape file:"; head -n 3 "$work/out"; exit 1; }
 step "psdp-perf-teams under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin/psdp-perf-teams" -b 1M -e 1M -n 2 -w 1 -c 1
 
 cmake -S "$source_dir/tests/install/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
