@@ -2,12 +2,13 @@
 // gradients ready, takes reduced chunks, updates their owned pieces and marks them updated; the step posts
 // the collectives of each transfer (a chunk, or a few grouped, or a whole space in bulk mode:
 // engine/chunk_packing.h) on the state's teams as its schedule (engine/chunk_schedule.h, over transfers)
-// allows, packing and unpacking through pooled buffers.
+// allows, packing and unpacking through pooled buffers. It records each stage's times (engine/step_timeline.h)
+// and, with a norm policy, computes the global gradient norm as chunks are reduced (engine/grad_norm.h).
 //
 // Progress: collectives move in the context's driver (its thread, or whichever thread waits). The step
 // itself moves, posting what the schedule allows and finishing stages that completed (storing the reduced
 // owned piece into the gradient buffers, unpacking gathered parameters), inside its calls: every call
-// looks, and the waiting calls (nextChunk, waitParameters, end) look whenever a collective completes. So a
+// looks, and the waiting calls (nextChunk, gradNorm, waitParameters, end) look whenever a collective completes. So a
 // framework that polls nextChunk in its update loop keeps the pipeline going.
 //
 // Threading: every call may come from any thread (a backward hook reporting gradients on an autograd
