@@ -34,6 +34,14 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, algorithms) == 120);
   CHECK(sizeof(psdp_config_t) == 128);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
+  /* The step's structs: the config grows at its end only. */
+  CHECK(offsetof(psdp_step_config_t, stream) == 64);
+  CHECK(offsetof(psdp_step_config_t, grad_norm) == 72);
+  CHECK(sizeof(psdp_step_config_t) == 80);
+  CHECK(offsetof(psdp_step_event_t, begin_ns) == 16 && offsetof(psdp_step_event_t, end_ns) == 24);
+  CHECK(sizeof(psdp_step_event_t) == 32);
+  CHECK(offsetof(psdp_grad_norm_t, nonfinite) == 8 && offsetof(psdp_grad_norm_t, step) == 16);
+  CHECK(sizeof(psdp_grad_norm_t) == 24);
 }
 
 static void test_status_and_version(void) {
@@ -103,6 +111,12 @@ static void test_handle_arguments(void) {
   CHECK_ERROR(psdp_request_wait_timeout(NULL, 1.0), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
   CHECK_ERROR(psdp_request_free(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
   CHECK_ERROR(psdp_comm_after(NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+  {
+    size_t count = 0;
+    psdp_grad_norm_t norm;
+    CHECK_ERROR(psdp_state_step_events(NULL, NULL, 0, &count), PSDP_ERR_INVALID_ARGUMENT, NULL, "state");
+    CHECK_ERROR(psdp_step_grad_norm(NULL, 0.0, &norm), PSDP_ERR_INVALID_ARGUMENT, NULL, "step");
+  }
   /* A pointer that was never a request is refused, not dereferenced. */
   CHECK_ERROR(psdp_request_test((psdp_request_h)buf), PSDP_ERR_INVALID_USAGE, NULL, "not a live request");
 }

@@ -50,8 +50,14 @@ case $mode in
     expect_usage_error "unknown option -q" ar -q
     expect_usage_error "only 1 is accepted" all_reduce_perf -g 2
     expect_usage_error "unexpected argument 'extra'" ar extra
+    expect_usage_error "cannot open /nonexistent.json" step --model /nonexistent.json
+    expect_usage_error "no model 'Qwen9' in the file" step --name Qwen9
+    expect_usage_error "--window: expected a count" step --window 0
+    expect_usage_error "--bulk-plan: expected whole or chunked" step --bulk-plan some
     "$perf" --help >"$tmp/out" 2>&1 || fail "--help exited non-zero"
     grep -q 'usage: psdp-perf' "$tmp/out" || fail "--help prints no usage"
+    "$perf" step --help >"$tmp/out" 2>&1 || fail "step --help exited non-zero"
+    grep -q 'usage: psdp-perf step' "$tmp/out" || fail "step --help prints no usage"
     ;;
   ar | rs | ag)
     # Private buffers, then psdp_mem_alloc ones (-R 1: the 1M rows run the direct algorithm).
