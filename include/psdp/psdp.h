@@ -1083,8 +1083,9 @@ typedef struct psdp_step_event {
 /* The timeline of the state's last step that ended (or failed), in the order its stages ended: every stage
  * of every chunk once for a step that ended. Writes min(capacity, total) events to `events` (NULL if capacity
  * is 0) and the total to *count_p, as psdp_plan_owned_ranges; 0 events before the first step ends. Local,
- * never blocks; not concurrently with psdp_step_end on the same state. With PSDP_TRACE_FILE set, the same stages are also slices of the trace, on a track per stage.
- * Errors: invalid argument (count_p NULL), invalid usage (a deregistered state). */
+ * never blocks; not concurrently with psdp_step_end on the same state. With PSDP_TRACE_FILE set, the same stages are
+ * also slices of the trace, on a track per stage. Errors: invalid argument (count_p NULL), invalid usage (a
+ * deregistered state). */
 PSDP_API psdp_status_t psdp_state_step_events(psdp_state_h state, psdp_step_event_t* events, size_t capacity,
                                               size_t* count_p);
 
