@@ -1,5 +1,6 @@
 #include "adam.h"
 
+#include <bit>
 #include <cmath>
 
 namespace psdp::perf {
@@ -28,6 +29,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void sgdUpdate(floa
                                                                             const float* __restrict g, size_t n,
                                                                             float lr) {
   for (size_t i = 0; i < n; ++i) p[i] -= lr * g[i];
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void roundToBf16(uint16_t* __restrict dst,
+                                                                              const float* __restrict src, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t bits = std::bit_cast<uint32_t>(src[i]);
+    dst[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+  }
 }
 
 }  // namespace psdp::perf

@@ -1,9 +1,10 @@
 // The optimizer psdp-perf step runs on the owned pieces, as the framework would (psdp runs no model math):
-// Adam (Kingma and Ba, with bias correction) and plain SGD over float32, vectorised for the host (AVX-512,
-// AVX2 or SSE2, chosen at load time).
+// Adam (Kingma and Ba, with bias correction) and plain SGD over float32, and the rounding of float32 master
+// weights into bfloat16 parameters, vectorised for the host (AVX-512, AVX2 or SSE2, chosen at load time).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace psdp::perf {
 
@@ -21,5 +22,9 @@ void adamUpdate(float* p, const float* g, float* m, float* v, size_t n, const Ad
 
 // p -= lr * g: reads g, p and writes p.
 void sgdUpdate(float* p, const float* g, size_t n, float lr);
+
+// Mixed precision's last pass: dst[i] = src[i] rounded to bfloat16 (to nearest, ties to even; the master
+// weights here are finite), the framework writing its updated master weights into its parameters.
+void roundToBf16(uint16_t* dst, const float* src, size_t n);
 
 }  // namespace psdp::perf

@@ -1,9 +1,9 @@
 // psdp-perf step: the time of a whole sharded training step (psdp_step_begin to psdp_step_end) of a
-// model-shaped float32 state, pipelined against bulk mode in the same run, interleaved, with the optimizer
-// (Adam by default) on the owned pieces: the tool plays the framework, psdp runs no model math. Each step
-// is what a training loop does: backward writes each bucket of gradients (a chunk's worth, last layer
-// first) and reports it, the loop takes each reduced chunk, updates its owned ranges and marks it updated,
-// and the step ends once every chunk is gathered. Communication alone (no update) and the update alone (no
+// model-shaped state (float32, or bfloat16 with float32 master weights), pipelined against bulk mode in the
+// same run, interleaved, with the optimizer (Adam by default) on the owned pieces: the tool plays the framework, psdp
+// runs no model math. Each step is what a training loop does: backward writes each bucket of gradients (a chunk's
+// worth, last layer first) and reports it, the loop takes each reduced chunk, updates its owned ranges and marks it
+// updated, and the step ends once every chunk is gathered. Communication alone (no update) and the update alone (no
 // psdp) are measured in the same run, which gives the overlap each mode achieves. Ranks report the
 // slowest rank's time per step.
 #include "psdp_perf_step.h"
@@ -118,54 +118,58 @@ struct Registration {
 // distributed optimizer lay it out, so that bulk reduces and gathers in place like them (on the chunked
 // plan, a rank's pieces are spread over every chunk and a whole-space collective must pack them). Flat
 // buffers are padded to a multiple of W alignment units, as those frameworks pad theirs, so that no piece
-// needs padding.
+// needs padding. Mixed precision (--precision bf16): bfloat16 parameters and gradients; the optimizer state
+// holds float32 master weights, and psdp delivers each reduced chunk into a float32 gradient shard, laid out
+// like it, from which the update reads.
 class StepBench {
  public:
   StepBench(const StepOptions& o, psdp_comm_h comm) : o_(o), comm_(comm) {
     psdp_comm_rank(comm, &rank_);
     psdp_comm_size(comm, &nranks_);
     group_ = o_.group == 0 ? nranks_ : o_.group;
+    elem_bytes_ = o_.mixed ? 2 : 4;
   }
 
   bool setUp(const std::vector<TensorShape>& tensors) {
-    constexpr size_t kUnit = 64;  // float32 elements of the plan's default 256-byte alignment
+    const size_t unit = 256 / elem_bytes_;  // elements of the plan's default 256-byte alignment
     size_t total = 0;
-    for (const TensorShape& t : tensors) total += (t.numel + kUnit - 1) / kUnit * kUnit;
+    for (const TensorShape& t : tensors) total += (t.numel + unit - 1) / unit * unit;
     if (!o_.per_tensor) {
-      const size_t grain = kUnit * static_cast<size_t>(nranks_);
+      const size_t grain = unit * static_cast<size_t>(nranks_);
       total = (total + grain - 1) / grain * grain;
     }
-    params_ = std::make_unique<HostBuffer>(total * 4, true, o_.shared_buffers);
-    grads_ = std::make_unique<HostBuffer>(total * 4, true, o_.shared_buffers);
+    params_ = std::make_unique<HostBuffer>(total * elem_bytes_, true, o_.shared_buffers);
+    grads_ = std::make_unique<HostBuffer>(total * elem_bytes_, true, o_.shared_buffers);
     if (params_->data() == nullptr || grads_->data() == nullptr) return false;
     if (o_.per_tensor) {
       size_t at = 0;
       for (const TensorShape& t : tensors) {
-        param_ptrs_.push_back(reinterpret_cast<float*>(params_->data()) + at);
-        grad_ptrs_.push_back(reinterpret_cast<float*>(grads_->data()) + at);
+        param_ptrs_.push_back(reinterpret_cast<std::byte*>(params_->data()) + at * elem_bytes_);
+        grad_ptrs_.push_back(reinterpret_cast<std::byte*>(grads_->data()) + at * elem_bytes_);
         counts_.push_back(t.numel);
         names_.push_back(t.name);
-        at += (t.numel + kUnit - 1) / kUnit * kUnit;
+        at += (t.numel + unit - 1) / unit * unit;
       }
     } else {
-      param_ptrs_.push_back(reinterpret_cast<float*>(params_->data()));
-      grad_ptrs_.push_back(reinterpret_cast<float*>(grads_->data()));
+      param_ptrs_.push_back(reinterpret_cast<std::byte*>(params_->data()));
+      grad_ptrs_.push_back(reinterpret_cast<std::byte*>(grads_->data()));
       counts_.push_back(total);
       names_.push_back("params");
     }
+    const psdp_dtype_t dtype = o_.mixed ? PSDP_BFLOAT16 : PSDP_FLOAT32;
     for (size_t i = 0; i < counts_.size(); ++i) {
       elements_ += counts_[i];
-      std::fill(param_ptrs_[i], param_ptrs_[i] + counts_[i], 1.0f);
-      std::fill(grad_ptrs_[i], grad_ptrs_[i] + counts_[i], 1.0f);
+      fillOnes(param_ptrs_[i], 0, counts_[i]);
+      fillOnes(grad_ptrs_[i], 0, counts_[i]);
       grad_names_.push_back(names_[i] + ".grad");
     }
     for (size_t i = 0; i < counts_.size(); ++i) {
       descs_.push_back(
-          {names_[i].c_str(), param_ptrs_[i], counts_[i], PSDP_FLOAT32, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0});
+          {names_[i].c_str(), param_ptrs_[i], counts_[i], dtype, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0});
     }
     for (size_t i = 0; i < counts_.size(); ++i) {
       descs_.push_back(
-          {grad_names_[i].c_str(), grad_ptrs_[i], counts_[i], PSDP_FLOAT32, PSDP_BUFFER_GRADIENT, PSDP_MEMORY_HOST, 0});
+          {grad_names_[i].c_str(), grad_ptrs_[i], counts_[i], dtype, PSDP_BUFFER_GRADIENT, PSDP_MEMORY_HOST, 0});
     }
     layout_.resize(static_cast<size_t>(nranks_));
     STEP_CHECK(psdp_comm_get_layout(comm_, group_, layout_.data()));
@@ -173,12 +177,20 @@ class StepBench {
     // both registrations share its memory, sized for the larger.
     const size_t bulk_chunk_bytes = o_.bulk_chunked ? o_.chunk_bytes : kWholeSpace;
     const size_t pipelined_owned = ownedBy(o_.chunk_bytes), bulk_owned = ownedBy(bulk_chunk_bytes);
-    if (o_.adam) {
+    // Adam's moments, and with mixed precision the master weights and the gradient shard.
+    const size_t per_element = (o_.adam ? 2 : 0) + (o_.mixed ? 2 : 0);
+    if (per_element > 0) {
       const size_t most = (std::max(pipelined_owned, bulk_owned) + 1023) / 1024 * 1024;
-      moments_ = std::make_unique<HostBuffer>(2 * most * 4, true, false);
-      if (moments_->data() == nullptr) return false;
-      m_ = reinterpret_cast<float*>(moments_->data());
-      v_ = m_ + most;
+      owned_state_ = std::make_unique<HostBuffer>(per_element * most * 4, true, false);
+      if (owned_state_->data() == nullptr) return false;
+      float* next = reinterpret_cast<float*>(owned_state_->data());
+      for (float** buffer : {&m_, &v_, &master_, &grad_shard_}) {
+        const bool wanted = (buffer == &m_ || buffer == &v_) ? o_.adam : o_.mixed;
+        if (!wanted) continue;
+        *buffer = next;
+        next += most;
+      }
+      if (o_.mixed) std::fill(master_, master_ + most, 1.0f);
     }
     if (o_.pipelined) registerState(o_.chunk_bytes, pipelined_owned, pipelined_);
     if (o_.bulk) registerState(bulk_chunk_bytes, bulk_owned, bulk_);
@@ -239,6 +251,10 @@ class StepBench {
       descs.push_back({"adam.m", m_, owned, PSDP_FLOAT32, PSDP_BUFFER_OPTIMIZER_STATE, PSDP_MEMORY_HOST, 0});
       descs.push_back({"adam.v", v_, owned, PSDP_FLOAT32, PSDP_BUFFER_OPTIMIZER_STATE, PSDP_MEMORY_HOST, 0});
     }
+    if (o_.mixed) {
+      descs.push_back({"master", master_, owned, PSDP_FLOAT32, PSDP_BUFFER_OPTIMIZER_STATE, PSDP_MEMORY_HOST, 0});
+      descs.push_back({"main_grad", grad_shard_, owned, PSDP_FLOAT32, PSDP_BUFFER_GRADIENT_SHARD, PSDP_MEMORY_HOST, 0});
+    }
     const psdp_plan_config_t config = planConfig(chunk_bytes);
     STEP_CHECK(psdp_state_register(comm_, descs.data(), static_cast<int>(descs.size()), &config, &r.state));
     STEP_CHECK(psdp_state_get_plan(r.state, &r.plan));
@@ -257,16 +273,44 @@ class StepBench {
     }
   }
 
+  // Backward's gradients of one bucket (or the initial values): ones, whose average stays one.
+  void fillOnes(std::byte* buffer, size_t begin, size_t end) const {
+    if (o_.mixed) {
+      auto* h = reinterpret_cast<uint16_t*>(buffer);
+      std::fill(h + begin, h + end, uint16_t{0x3f80});  // bfloat16 1.0
+    } else {
+      auto* f = reinterpret_cast<float*>(buffer);
+      std::fill(f + begin, f + end, 1.0f);
+    }
+  }
+
+  void optimizerUpdate(float* p, const float* g, size_t at, size_t n) {
+    if (o_.adam) {
+      adamUpdate(p, g, m_ + at, v_ + at, n, adam_);
+    } else {
+      sgdUpdate(p, g, n, 1e-4f);
+    }
+  }
+
+  // The owned pieces of the chunk: in place on float32 parameters; with mixed precision, on the master
+  // weights from the gradient shard (one run: the chunk's owned elements follow one another there), then
+  // rounded into the parameters.
   void update(const Registration& reg, size_t chunk, const psdp_owned_range_t* ranges, size_t nranges) {
     size_t at = reg.state_offset[chunk];
-    for (size_t r = 0; r < nranges; ++r) {
-      float* p = param_ptrs_[static_cast<size_t>(ranges[r].buffer)] + ranges[r].offset;
-      const float* g = grad_ptrs_[static_cast<size_t>(ranges[r].buffer)] + ranges[r].offset;
-      if (o_.adam) {
-        adamUpdate(p, g, m_ + at, v_ + at, ranges[r].count, adam_);
-      } else {
-        sgdUpdate(p, g, ranges[r].count, 1e-4f);
+    if (o_.mixed) {
+      optimizerUpdate(master_ + at, grad_shard_ + at, at, reg.state_offset[chunk + 1] - at);
+      for (size_t r = 0; r < nranges; ++r) {
+        auto* p = reinterpret_cast<uint16_t*>(param_ptrs_[static_cast<size_t>(ranges[r].buffer)]) + ranges[r].offset;
+        roundToBf16(p, master_ + at, ranges[r].count);
+        at += ranges[r].count;
       }
+      return;
+    }
+    for (size_t r = 0; r < nranges; ++r) {
+      float* p = reinterpret_cast<float*>(param_ptrs_[static_cast<size_t>(ranges[r].buffer)]) + ranges[r].offset;
+      const float* g =
+          reinterpret_cast<const float*>(grad_ptrs_[static_cast<size_t>(ranges[r].buffer)]) + ranges[r].offset;
+      optimizerUpdate(p, g, at, ranges[r].count);
       at += ranges[r].count;
     }
   }
@@ -293,9 +337,10 @@ class StepBench {
     config.mode = &reg == &bulk_ ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
     config.op = PSDP_AVG;  // the gradients are alike on every rank: their average stays 1
     config.gather_order = o_.gather_forward ? PSDP_STEP_ORDER_FORWARD : PSDP_STEP_ORDER_BACKWARD;
+    config.partial_sums = o_.bf16_partials ? PSDP_PARTIALS_GRADIENT_DTYPE : PSDP_PARTIALS_DEFAULT;
     psdp_step_h step = nullptr;
     STEP_CHECK(psdp_step_begin(reg.state, &config, &step));
-    const size_t bucket = std::max<size_t>(1, (o_.chunk_bytes == 0 ? size_t{64} << 20 : o_.chunk_bytes) / 4);
+    const size_t bucket = std::max<size_t>(1, (o_.chunk_bytes == 0 ? size_t{64} << 20 : o_.chunk_bytes) / elem_bytes_);
     const auto pause = std::chrono::duration<double, std::milli>(o_.backward_ms * static_cast<double>(bucket) /
                                                                  static_cast<double>(elements_));
     const bool apply = mode != kCommOnly;
@@ -304,7 +349,7 @@ class StepBench {
       for (size_t end = counts_[b]; end > 0;) {
         const size_t begin = end > bucket ? end - bucket : 0;
         if (o_.backward_ms > 0) std::this_thread::sleep_for(pause);
-        std::fill(grad_ptrs_[b] + begin, grad_ptrs_[b] + end, 1.0f);
+        fillOnes(grad_ptrs_[b], begin, end);
         STEP_CHECK(psdp_step_grads_ready(step, static_cast<int>(b), begin, end - begin));
         if (o_.update_during_backward) done += updateReduced(reg, step, 0.0, apply);
         end = begin;
@@ -319,13 +364,14 @@ class StepBench {
   psdp_comm_h comm_;
   int rank_ = 0, nranks_ = 1, group_ = 1;
   size_t elements_ = 0;
-  std::unique_ptr<HostBuffer> params_, grads_, moments_;
-  std::vector<float*> param_ptrs_, grad_ptrs_;
+  size_t elem_bytes_ = 4;  // of the parameters and gradients
+  std::unique_ptr<HostBuffer> params_, grads_, owned_state_;
+  std::vector<std::byte*> param_ptrs_, grad_ptrs_;
   std::vector<size_t> counts_;
   std::vector<std::string> names_, grad_names_;
   std::vector<psdp_buffer_desc_t> descs_;  // parameters and gradients
   std::vector<int> layout_;
-  float *m_ = nullptr, *v_ = nullptr;
+  float *m_ = nullptr, *v_ = nullptr, *master_ = nullptr, *grad_shard_ = nullptr;  // owned elements
   AdamParams adam_;
   Registration pipelined_, bulk_;  // declared last: deregistered before the buffers go
 };
@@ -373,6 +419,9 @@ int runStepBenchmark(int argc, char** argv, int first) {
     tp.replicas = nranks / bench.group();
     tp.world_level = o.world_level;
     tp.optimizer_buffers = o.adam ? 2 : 0;
+    tp.elem_bytes = o.mixed ? 2 : 4;
+    tp.wire_bytes = o.mixed && o.bf16_partials ? 2 : 4;
+    tp.gradient_shard = o.mixed;
     tp.window_chunks = 2 * o.window;
     tp.ranks_on_host = ranks_on_host;
     tp.cache_bytes = lastLevelCacheBytes();

@@ -20,7 +20,7 @@ bool parseDouble(const char* text, double lo, double hi, double* out) {
 
 const char* stepUsage() {
   return "usage: psdp-perf step [options]   (under psdp-run: psdp-run -n 2 -- psdp-perf step)\n"
-         "  A whole sharded training step of a model-shaped float32 state (psdp_step_begin to psdp_step_end),\n"
+         "  A whole sharded training step of a model-shaped state (psdp_step_begin to psdp_step_end),\n"
          "  pipelined against bulk mode in the same run, with the optimizer on the owned pieces.\n"
          "  --model FILE        shape file (default: the installed qwen2.5.json)\n"
          "  --name NAME         model in the file (default Qwen2.5-0.5B)\n"
@@ -40,6 +40,10 @@ const char* stepUsage() {
          "                      chunk gathered soon after its update), or from chunk 0 as a next forward pass\n"
          "                      needs them (psdp's default, for a step whose gathers overlap that forward)\n"
          "  --optimizer adam|sgd (default adam)\n"
+         "  --precision fp32|bf16  bf16: bfloat16 parameters and gradients, float32 master weights in the\n"
+         "                      optimizer state and a float32 gradient shard psdp delivers into (default fp32)\n"
+         "  --partials float32|bf16  with bf16: psdp's partial sums (default float32: 4 bytes per element on the\n"
+         "                      wire; bf16: 2 bytes, each combine rounded)\n"
          "  --backward-ms T     spread the gradient reports over T ms, as a backward pass would\n"
          "  --update-during-backward  update reduced chunks between backward's buckets (default: after\n"
          "                      backward, as an eager framework's optimizer step follows its backward)\n"
@@ -114,6 +118,14 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
     } else if (a == "--optimizer") {
       if (std::strcmp(v, "adam") != 0 && std::strcmp(v, "sgd") != 0) return bad("--optimizer: expected adam or sgd");
       o->adam = std::strcmp(v, "adam") == 0;
+    } else if (a == "--precision") {
+      if (std::strcmp(v, "fp32") != 0 && std::strcmp(v, "bf16") != 0) return bad("--precision: expected fp32 or bf16");
+      o->mixed = std::strcmp(v, "bf16") == 0;
+    } else if (a == "--partials") {
+      if (std::strcmp(v, "float32") != 0 && std::strcmp(v, "bf16") != 0) {
+        return bad("--partials: expected float32 or bf16");
+      }
+      o->bf16_partials = std::strcmp(v, "bf16") == 0;
     } else if (a == "--backward-ms") {
       if (!parseDouble(v, 0, 1e7, &o->backward_ms)) return bad("--backward-ms: expected milliseconds");
     } else if (a == "--trace") {
@@ -125,6 +137,7 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
     }
   }
   if (o->bytes != 0 && !o->model_path.empty()) return bad("--bytes and --model: choose one");
+  if (o->bf16_partials && !o->mixed) return bad("--partials bf16: only with --precision bf16");
   return true;
 }
 

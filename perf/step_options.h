@@ -23,6 +23,9 @@ struct StepOptions {
   bool bulk_chunked = false;                // --bulk-plan chunked: bulk on the pipelined plan (packs)
   bool update_during_backward = false;      // --update-during-backward: take reduced chunks between buckets
   bool adam = true;                         // --optimizer adam|sgd
+  bool mixed = false;                       // --precision bf16: bfloat16 parameters and gradients, float32
+                                            // master weights and gradient shard
+  bool bf16_partials = false;               // --partials bf16: psdp's partial sums in bfloat16
   double backward_ms = 0;                   // --backward-ms
   bool shared_buffers = false;              // --shared: buffers from psdp_mem_alloc
   std::string trace_path;                   // --trace FILE

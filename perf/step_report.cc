@@ -8,6 +8,13 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 constexpr double kGiB = kMiB * 1024.0;
 
+// "float32", or the mixed precision and its partial sums.
+const char* precisionName(const StepOptions& o) {
+  if (!o.mixed) return "float32";
+  return o.bf16_partials ? "bfloat16 with float32 master weights, bfloat16 partial sums"
+                         : "bfloat16 with float32 master weights, float32 partial sums";
+}
+
 }  // namespace
 
 const char* stepModeName(StepMode mode) {
@@ -29,19 +36,23 @@ double overlapAchieved(const StepResults& r, StepMode mode) {
 void printStepReport(const StepOptions& o, const StepSetup& s, const StepTraffic& pipelined, const StepTraffic& bulk,
                      const StepResults& r, FILE* out) {
   const StepTraffic& t = o.pipelined ? pipelined : bulk;
-  const double state = static_cast<double>(s.elements) * 4;
+  const double state = static_cast<double>(s.elements) * (o.mixed ? 2 : 4);
   std::fprintf(out,
-               "# psdp-perf step: %s (%zu tensors, %.1f M parameters), %d ranks, G %d, level %s, float32, %s, "
+               "# psdp-perf step: %s (%zu tensors, %.1f M parameters), %d ranks, G %d, level %s, %s, %s, "
                "%s (%s), %zu chunks (bulk: %s), windows %zu, gathers %s, backward %.0f ms\n",
                s.model.c_str(), s.tensors, static_cast<double>(s.elements) / 1e6, s.nranks, s.group,
-               o.world_level ? "world" : "group", o.adam ? "Adam" : "SGD",
+               o.world_level ? "world" : "group", precisionName(o), o.adam ? "Adam" : "SGD",
                s.buffers == 1 ? "one flat buffer" : "a buffer per tensor",
                o.shared_buffers ? "psdp_mem_alloc" : "private, huge-page advised", s.chunks,
                o.bulk_chunked ? "the same chunks, packed" : "one chunk per space, in place", o.window,
                o.gather_forward ? "forward" : "backward", o.backward_ms);
   if (!s.model_path.empty()) std::fprintf(out, "# shapes from %s\n", s.model_path.c_str());
-  std::fprintf(out, "# per rank: parameters %.0f MiB, gradients %.0f MiB, optimizer state %.0f MiB\n", state / kMiB,
-               state / kMiB, static_cast<double>(s.owned) * 4 * (o.adam ? 2 : 0) / kMiB);
+  // Optimizer state: Adam's moments, and with mixed precision the master weights; then the gradient shard.
+  const double owned_bytes = static_cast<double>(s.owned) * 4;
+  std::fprintf(out, "# per rank: parameters %.0f MiB, gradients %.0f MiB, optimizer state %.0f MiB", state / kMiB,
+               state / kMiB, owned_bytes * ((o.adam ? 2 : 0) + (o.mixed ? 1 : 0)) / kMiB);
+  if (o.mixed) std::fprintf(out, ", gradient shard %.0f MiB", owned_bytes / kMiB);
+  std::fputc('\n', out);
   std::fprintf(out, "# bytes sent per rank per step: inside the shard group %.1f MiB, across replicas %.1f MiB\n",
                t.sent_inside / kMiB, t.sent_across / kMiB);
   std::fprintf(out, "%-12s %10s %10s %10s\n", "mode", "median_ms", "min_ms", "max_ms");
@@ -85,10 +96,12 @@ bool writeStepJson(const StepOptions& o, const StepSetup& s, const StepTraffic& 
                "{\n  \"model\": \"%s\", \"tensors\": %zu, \"parameters\": %zu, \"buffers\": %zu, \"ranks\": %d, "
                "\"group\": %d, \"level\": \"%s\", \"optimizer\": \"%s\", \"chunks\": %zu, \"window\": %zu,\n"
                "  \"bulk_plan\": \"%s\", \"shared_buffers\": %s,\n"
-               "  \"backward_ms\": %g, \"ranks_on_host\": %d, \"cache_bytes\": %zu,\n",
+               "  \"backward_ms\": %g, \"ranks_on_host\": %d, \"cache_bytes\": %zu,\n"
+               "  \"precision\": \"%s\", \"partial_sums\": \"%s\",\n",
                s.model.c_str(), s.tensors, s.elements, s.buffers, s.nranks, s.group, o.world_level ? "world" : "group",
                o.adam ? "adam" : "sgd", s.chunks, o.window, o.bulk_chunked ? "chunked" : "whole",
-               o.shared_buffers ? "true" : "false", o.backward_ms, s.ranks_on_host, s.cache_bytes);
+               o.shared_buffers ? "true" : "false", o.backward_ms, s.ranks_on_host, s.cache_bytes,
+               o.mixed ? "bf16" : "fp32", o.mixed && o.bf16_partials ? "bf16" : "float32");
   std::fprintf(f, "  \"sent_inside_bytes\": %.0f, \"sent_across_bytes\": %.0f,\n", t.sent_inside, t.sent_across);
   std::fprintf(f,
                "  \"dram_bytes\": {\"pipelined\": %.0f, \"bulk\": %.0f, \"chunks_cached\": %zu, "

@@ -33,7 +33,8 @@ StepTraffic stepTraffic(psdp_plan_h plan, const StepTrafficParams& p, bool pipel
     if (chunk.space >= chunks_in_space.size()) chunks_in_space.resize(chunk.space + 1, 0);
     ++chunks_in_space[chunk.space];
   }
-  const double e = static_cast<double>(p.elem_bytes);
+  const double e = static_cast<double>(p.elem_bytes), w = static_cast<double>(p.wire_bytes);
+  const double f = static_cast<double>(p.state_bytes);
   const double G = p.group, R = p.replicas, s = p.optimizer_buffers;
   for (size_t c = 0; c < t.chunks; ++c) {
     psdp_plan_chunk_t chunk;
@@ -48,28 +49,45 @@ StepTraffic stepTraffic(psdp_plan_h plan, const StepTrafficParams& p, bool pipel
     const double world_piece = static_cast<double>(chunk.padded_world_piece);
 
     // Ring and recursive algorithms send (n - 1) blocks of a reduce-scatter or all-gather over n ranks, an
-    // all-reduce twice that over n.
-    t.sent_inside += 2 * (G - 1) * b * e;
-    if (R > 1) t.sent_across += p.world_level ? 2 * (R - 1) * world_piece * e : 2 * (R - 1) * b * e / R;
+    // all-reduce twice that over n; reductions in the partial sums' dtype, gathers in the parameters'.
+    t.sent_inside += (G - 1) * b * (w + e);
+    if (R > 1) {
+      t.sent_across += p.world_level ? (R - 1) * world_piece * (w + e) : 2 * (R - 1) * b * w / R;
+    }
 
     const bool replicas = R > 1, replica_gather = R > 1 && p.world_level;
-    double writes = n * e                                                             // backward
-                    + b * e                                                           // reduce
-                    + (replicas ? (p.world_level ? o : b) * e : 0) + (1 + s) * o * e  // replicas, update
-                    + (replica_gather ? b * e : 0) + (G - 1) * b * e;                 // gathers
+    // The update: with a gradient shard, of the float32 master weights (the parameter range is only
+    // written, rounded); else of the parameters in place.
+    const double update_writes = p.gradient_shard ? (1 + s) * o * f + o * e : (1 + s) * o * e;
+    const double update_reads = p.gradient_shard ? (2 + s) * o * f : (2 + s) * o * e;
+    double writes = n * e                                              // backward
+                    + b * w                                            // reduce
+                    + (replicas ? (p.world_level ? o : b) * w : 0)     // replicas
+                    + update_writes                                    // update
+                    + (replica_gather ? b * e : 0) + (G - 1) * b * e;  // gathers
     // Reads: of what a plain store just wrote (hot, when the chunks in flight fit the cache), and the rest.
-    const double reduce_reads = G * b * e, rgather_reads = replica_gather ? b * e : 0, gather_reads = (G - 1) * b * e;
-    double cold = (replicas ? b * e : 0) + (2 + s) * o * e;  // the replicas stage; the update
-    double hot = reduce_reads + rgather_reads + gather_reads;
+    double hot = G * b * w + (replica_gather ? b * e : 0) + (G - 1) * b * e;
+    double cold = (replicas ? b * w : 0) + update_reads;
     const double pieces = p.world_level ? world_piece * static_cast<double>(p.group * p.replicas) : b * G;
     const bool in_place = touches[c] == 1 && pieces == n && (pipelined || chunks_in_space[chunk.space] == 1);
-    if (!in_place) {
-      writes += n * e + o * e + o * e + n * e;  // pack, store, pack owned parameters, unpack
-      hot += n * e + o * e;                     // pack reads the gradients, pack owned the parameters
-      cold += b * e + n * e;                    // store reads the reduced piece, unpack the gathered chunk
-      ++t.chunks_packed;
+    // Widened partial sums never reduce in place; the gather still can.
+    const bool reduce_packed = !in_place || w != e;
+    if (reduce_packed) {
+      writes += n * w;  // pack
+      hot += n * e;     // pack reads the gradients
     }
-    const double in_flight = static_cast<double>(p.ranks_on_host) * static_cast<double>(p.window_chunks) * n * e;
+    if (reduce_packed || p.gradient_shard) {
+      writes += o * (p.gradient_shard ? f : e);  // the reduced piece stored
+      cold += o * w;
+    }
+    if (!in_place) {
+      writes += o * e + n * e;  // pack owned parameters, unpack
+      hot += o * e;             // pack owned reads the parameters
+      cold += n * e;            // unpack reads the gathered chunk
+    }
+    if (reduce_packed || !in_place) ++t.chunks_packed;
+    const double in_flight =
+        static_cast<double>(p.ranks_on_host) * static_cast<double>(p.window_chunks) * n * std::max(e, w);
     const bool fits = pipelined && p.cache_bytes > 0 && in_flight <= static_cast<double>(p.cache_bytes);
     t.dram += writes + cold + (fits ? 0 : hot);
     if (fits) ++t.chunks_cached;

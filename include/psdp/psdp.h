@@ -598,8 +598,9 @@ PSDP_API psdp_status_t psdp_comm_get_placement(psdp_comm_h comm, int rank, psdp_
  * (parameter dtype, memory kind, and the dtype and memory kind of their gradients). Gradient i (the i-th
  * buffer with role gradient) pairs with parameter i, has its count and shares its offsets; its dtype may
  * differ (e.g. bfloat16 parameters, float32 gradients). Gradients are optional: with none, the plan is of
- * the parameters alone. Optimizer-state buffers are not in the spaces: a rank's optimizer state holds the
- * elements it owns (psdp_plan_optimizer_state_count).
+ * the parameters alone. Optimizer-state and gradient-shard buffers are not in the spaces: each holds the
+ * elements the rank owns (psdp_plan_optimizer_state_count), in the order of its shard file (below), chunk c's
+ * from psdp_plan_shard_offset on.
  *
  * Alignment and chunks are in bytes, pieces in whole elements. In a space whose dtypes are s_min <= s_max
  * bytes wide, the alignment unit is u = align_bytes / s_min elements, so every piece boundary lies a
@@ -643,6 +644,8 @@ typedef enum psdp_buffer_role {
   PSDP_BUFFER_PARAMETER = 0,
   PSDP_BUFFER_GRADIENT = 1,        /* pairs with the parameter of the same index among parameters */
   PSDP_BUFFER_OPTIMIZER_STATE = 2, /* sized by the plan; registered so that checkpoints can find it */
+  PSDP_BUFFER_GRADIENT_SHARD = 3,  /* at most one, float32, sized like optimizer state: where steps deliver the
+                                      reduced gradient in float32 (mixed precision: see "Steps") */
   PSDP_BUFFER_ROLE_MAX_ENUM = 0x7fffffff
 } psdp_buffer_role_t;
 
@@ -729,8 +732,9 @@ typedef struct psdp_reshard_move {
  * duplicate name, an unknown dtype, role or memory kind, a negative CUDA device, gradients that do not pair
  * with the parameters, a byte size beyond 64 bits, world_size < 1, a group_size that does not divide it, an
  * alignment that is not a power of two or is smaller than a dtype, a pad_bytes that is not a multiple of
- * it, a rank layout that is not a permutation, a malformed config. The counts of optimizer-state buffers
- * are not checked here (they differ per rank and are sized from the plan). */
+ * it, a rank layout that is not a permutation, a malformed config, a gradient shard that is not one float32
+ * host buffer or whose gradients are not float16, bfloat16 or float32. The counts of optimizer-state and
+ * gradient-shard buffers are not checked here (they differ per rank and are sized from the plan). */
 PSDP_API psdp_status_t psdp_plan_create(const psdp_buffer_desc_t* buffers, int nbuffers, int world_size,
                                         const int* rank_layout, const psdp_plan_config_t* config, psdp_plan_h* plan_p);
 
@@ -738,8 +742,8 @@ PSDP_API psdp_status_t psdp_plan_create(const psdp_buffer_desc_t* buffers, int n
 PSDP_API psdp_status_t psdp_plan_free(psdp_plan_h plan);
 
 /* A 64-bit digest of everything the plan is a function of (buffer names, counts, dtypes, roles, memory
- * kinds; world size, rank layout, configuration; not optimizer-state buffers, addresses or devices). Ranks
- * compare it to check that they agree; stable across runs and hosts. */
+ * kinds; world size, rank layout, configuration; not optimizer-state or gradient-shard buffers, addresses or
+ * devices). Ranks compare it to check that they agree; stable across runs and hosts. */
 PSDP_API psdp_status_t psdp_plan_hash(psdp_plan_h plan, uint64_t* hash_p);
 
 PSDP_API psdp_status_t psdp_plan_chunk_count(psdp_plan_h plan, size_t* count_p);
@@ -789,9 +793,14 @@ PSDP_API psdp_status_t psdp_plan_owned_count(psdp_plan_h plan, int rank, size_t 
 /* Elements of each optimizer-state buffer of `rank`: the elements it owns over all chunks. */
 PSDP_API psdp_status_t psdp_plan_optimizer_state_count(psdp_plan_h plan, int rank, size_t* count_p);
 
+/* Where chunk `chunk`'s owned elements start in `rank`'s shard file: the index, in its optimizer state and
+ * gradient shard, of the first element of its psdp_plan_owned_ranges(plan, rank, chunk), which follow one
+ * another from there. */
+PSDP_API psdp_status_t psdp_plan_shard_offset(psdp_plan_h plan, int rank, size_t chunk, size_t* offset_p);
+
 /* The chunk that covers element `offset` of parameter or gradient `buffer`, and the element's offset from
  * the chunk's first element (chunk_offset_p may be NULL). Errors: invalid argument for a buffer index out
- * of range, an optimizer-state buffer, an offset past the buffer's end. */
+ * of range, an optimizer-state or gradient-shard buffer, an offset past the buffer's end. */
 PSDP_API psdp_status_t psdp_plan_find_chunk(psdp_plan_h plan, int buffer, size_t offset, size_t* chunk_p,
                                             size_t* chunk_offset_p);
 
@@ -813,13 +822,13 @@ PSDP_API psdp_status_t psdp_plan_reshard_moves(psdp_plan_h old_plan, psdp_plan_h
  * kinds, in the same order, and the same counts for parameters and gradients; pointers and device indices
  * are each rank's own) and the same plan configuration, and gets the shard plan for W = the communicator's
  * size and its rank layout for G (psdp_comm_get_layout: shard groups inside hosts where G allows). The one
- * count that differs between ranks is that of an optimizer-state buffer: it must be this rank's owned
- * element count, psdp_plan_optimizer_state_count(plan, rank), which the ranks do not compare. The plan does
- * not depend on optimizer-state counts (psdp_plan_create does not read them), so the sequence is:
+ * count that differs between ranks is that of an optimizer-state (or gradient-shard) buffer: it must be this
+ * rank's owned element count, psdp_plan_optimizer_state_count(plan, rank), which the ranks do not compare.
+ * The plan does not depend on those counts (psdp_plan_create does not read them), so the sequence is:
  *   1. psdp_comm_get_layout(comm, G, layout);
  *   2. psdp_plan_create on the list, with any count (0) for optimizer state, W and that layout;
- *   3. psdp_plan_optimizer_state_count(plan, rank, &n); allocate each optimizer-state buffer of n elements
- *      and set its count to n;
+ *   3. psdp_plan_optimizer_state_count(plan, rank, &n); allocate each optimizer-state (and gradient-shard)
+ *      buffer of n elements and set its count to n;
  *   4. psdp_state_register(comm, the list, ...): its plan equals the one of step 2 (same hash).
  * Buffers are not copied: they must stay valid until psdp_state_deregister.
  * ------------------------------------------------------------------------------------------------ */
@@ -872,11 +881,12 @@ PSDP_API psdp_status_t psdp_state_get_buffer(psdp_state_h state, int index, psdp
  *   psdp_step_end(step);
  *
  * Ownership: after a chunk is handed out, the owned ranges of the rank's gradient buffers hold the reduced
- * gradient (sum, or average with op PSDP_AVG, over all W ranks); the framework updates the same ranges of
- * its parameter buffers and of its optimizer state. psdp_step_chunk_updated starts the chunk's gather,
- * which writes every element of the chunk's parameters on every rank (the owned ones with the values just
- * written). Until psdp_step_wait_params says a range is gathered, the framework must not read or write those
- * parameters, nor touch gradients it has reported ready, except its owned ranges of handed-out chunks.
+ * gradient (sum, or average with op PSDP_AVG, over all W ranks), or, with a gradient shard, the shard's
+ * elements of the chunk do (below); the framework updates the same ranges of its parameter buffers and of
+ * its optimizer state. psdp_step_chunk_updated starts the chunk's gather, which writes every element of the
+ * chunk's parameters on every rank (the owned ones with the values just written). Until psdp_step_wait_params
+ * says a range is gathered, the framework must not read or write those parameters, nor touch gradients it has
+ * reported ready, except its owned ranges of handed-out chunks.
  *
  * Ordering across ranks: every rank reports gradients in its own order and granularity; psdp posts each kind
  * of collective in one order every rank shares (reductions backward, the last chunk first; gathers forward;
@@ -890,8 +900,26 @@ PSDP_API psdp_status_t psdp_state_get_buffer(psdp_state_h state, int index, psdp
  * micro-batch's backward, and reports each gradient once that backward has added its part: nothing is
  * reduced before, so the reductions cost one step's, whatever the number of micro-batches, and they overlap
  * the last backward. Unused parameters: PSDP_UNUSED_GRADS_ZERO treats the gradients never reported as zero.
- * After a step the owned ranges of the gradient buffers hold the reduced gradient and the other elements
- * are undefined (partial sums may be left there): zero the buffers before the next step's first micro-batch.
+ * After a step the owned ranges of the gradient buffers (or the gradient shard) hold the reduced gradient and
+ * the other elements are undefined (partial sums may be left there): zero the buffers before the next step's
+ * first micro-batch.
+ *
+ * Mixed precision: float16 or bfloat16 parameters and gradients, float32 master weights in the optimizer
+ * state. Register a gradient shard (PSDP_BUFFER_GRADIENT_SHARD: float32, psdp_plan_optimizer_state_count
+ * elements, in shard-file order like the optimizer state). A step then delivers each handed-out chunk's
+ * reduced gradient there in float32, from psdp_plan_shard_offset(plan, rank, chunk) on (its owned ranges end
+ * to end), and leaves the gradient buffers undefined. The framework updates its float32 master weights from
+ * it and writes them, rounded, into its owned parameter ranges; the parameters are gathered in their own
+ * dtype. The partial sums (partial_sums in the step config) are by default float32 with a gradient shard:
+ * the 16-bit gradients are widened as they are packed, so a reduction moves 4 bytes per element instead of 2
+ * (as much as float32 gradients would) and delivers the float32 sum of the 16-bit gradients, exact wherever
+ * float32 addition is (integers below 2^24). PSDP_PARTIALS_GRADIENT_DTYPE halves those bytes: each combine of
+ * the reduction adds in float32 and rounds to the gradients' dtype, at most W - 1 times on the way to any
+ * element, so the delivered s' of a sum s of the W ranks' gradients x_r satisfies
+ *   |s' - s| <= g(W - 1) * sum_r |x_r|,  g(n) = n*u / (1 - n*u),  u = 2^-8 (bfloat16), 2^-11 (float16)
+ * (with PSDP_AVG, |s' - s/W| <= g(W + 1) * sum_r |x_r| / W), and float16 sums overflow beyond 65504.
+ * Without a gradient shard, PSDP_PARTIALS_FLOAT32 also works: the reduced piece is rounded once into the
+ * gradient buffers. The gradient norm is of the delivered values.
  *
  * Threading: the calls of one step may come from different threads (backward hooks reporting gradients
  * while the training thread waits in psdp_step_next_chunk); they are serialised, and waiting calls let the
@@ -938,6 +966,15 @@ typedef enum psdp_grad_norm_policy {
   PSDP_GRAD_NORM_MAX_ENUM = 0x7fffffff
 } psdp_grad_norm_policy_t;
 
+/* The dtype of float16 and bfloat16 gradients' partial sums in a step's reductions ("Mixed precision" above);
+ * gradients of other dtypes are reduced in their own. */
+typedef enum psdp_partial_sums {
+  PSDP_PARTIALS_DEFAULT = 0,        /* float32 when the state has a gradient shard, else the gradients' dtype */
+  PSDP_PARTIALS_FLOAT32 = 1,        /* widened and summed in float32: 4 bytes per element on the wire */
+  PSDP_PARTIALS_GRADIENT_DTYPE = 2, /* rounded to the gradients' dtype at each combine: 2 bytes, the bound above */
+  PSDP_PARTIALS_MAX_ENUM = 0x7fffffff
+} psdp_partial_sums_t;
+
 typedef enum psdp_unused_grads {
   PSDP_UNUSED_GRADS_ERROR = 0, /* psdp_step_backward_done fails naming the first range never reported */
   PSDP_UNUSED_GRADS_ZERO = 1,  /* those ranges of the gradient buffers are zeroed and count as reported */
@@ -947,8 +984,8 @@ typedef enum psdp_unused_grads {
 #define PSDP_STEP_CONFIG_MAGIC 0x70737470u /* "pstp" */
 
 /* Step configuration, extensible like psdp_config_t: initialise with PSDP_STEP_CONFIG_INITIALIZER. The
- * orders, the op, the mode, chunks_per_transfer and grad_norm must be alike on every rank (psdp_step_begin
- * checks); the windows are each rank's own. */
+ * orders, the op, the mode, chunks_per_transfer, grad_norm and partial_sums must be alike on every rank
+ * (psdp_step_begin checks); the windows are each rank's own. */
 typedef struct psdp_step_config {
   size_t size;                /* sizeof(psdp_step_config_t) as the caller compiled it */
   unsigned int magic;         /* PSDP_STEP_CONFIG_MAGIC */
@@ -964,10 +1001,11 @@ typedef struct psdp_step_config {
                                  (small chunks grouped); 0: 1 */
   void* stream;               /* reserved for steps on CUDA memory: NULL */
   int grad_norm;              /* a psdp_grad_norm_policy_t; default none */
+  int partial_sums;           /* a psdp_partial_sums_t; default: float32 with a gradient shard */
 } psdp_step_config_t;
 
 #define PSDP_STEP_CONFIG_INITIALIZER \
-  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, 0, 0, NULL, 0 }
+  { sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, 0, 0, NULL, 0, 0 }
 
 /* psdp_step_chunk_t.chunk when no chunk was handed out. */
 #define PSDP_STEP_NO_CHUNK ((size_t)-1)
@@ -999,12 +1037,13 @@ typedef enum psdp_chunk_state {
 } psdp_chunk_state_t;
 
 /* Begins the next step of `state` (config NULL: all defaults). Collective over the state's ranks: they
- * check that they are at the same step, with the same plan, orders, op, mode and grouping (mismatch naming
- * the rank, and which one lags). Chunks inside one buffer whose pieces need no padding run in place on the
- * registered buffers; the others use pack buffers ((reduce window + gather window) x the largest of them;
- * none when every chunk runs in place), made on the first step that needs them and kept for the next. Errors: invalid
- * argument (config malformed: the field), invalid usage (a step of this state has not ended), unsupported (CUDA memory,
- * or no gradients registered), mismatch, timeout, remote. */
+ * check that they are at the same step, with the same plan, orders, op, mode, grouping, norm policy and
+ * partial sums (mismatch naming the rank, and which one lags). Chunks inside one buffer whose pieces need no
+ * padding run in place on the registered buffers (their reductions too, unless widened to float32); the
+ * others use pack buffers ((reduce window + gather window) x the largest of them; none when every chunk runs
+ * in place), made on the first step that needs them and kept for the next. Errors: invalid argument (config
+ * malformed: the field), invalid usage (a step of this state has not ended), unsupported (CUDA memory, or no
+ * gradients registered), mismatch, timeout, remote. */
 PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_config_t* config, psdp_step_h* step_p);
 
 /* Gradients [offset, offset + count) of registered buffer `buffer` (a gradient, or its parameter) are final

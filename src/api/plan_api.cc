@@ -199,6 +199,17 @@ PSDP_API psdp_status_t psdp_plan_optimizer_state_count(psdp_plan_h plan, int ran
   });
 }
 
+PSDP_API psdp_status_t psdp_plan_shard_offset(psdp_plan_h plan, int rank, size_t chunk, size_t* offset_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkPlan(plan, "plan"));
+    PSDP_RETURN_IF_ERROR(checkRank(plan->impl, rank));
+    PSDP_RETURN_IF_ERROR(checkChunk(plan->impl, chunk, false));
+    PSDP_RETURN_IF_ERROR(checkOut(offset_p, "offset_p"));
+    *offset_p = plan->impl.shardOffset(rank, chunk);
+    return Status::ok();
+  });
+}
+
 PSDP_API psdp_status_t psdp_plan_find_chunk(psdp_plan_h plan, int buffer, size_t offset, size_t* chunk_p,
                                             size_t* chunk_offset_p) {
   return guarded(nullptr, [&] {

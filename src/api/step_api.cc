@@ -81,6 +81,12 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user) {
     case PSDP_GRAD_NORM_DEFERRED: out.grad_norm = engine::GradNormPolicy::kDeferred; break;
     default: return Status::invalidArgument("config: grad_norm {} is not a psdp_grad_norm_policy_t", c.grad_norm);
   }
+  switch (c.partial_sums) {
+    case PSDP_PARTIALS_DEFAULT: out.partial_sums = engine::PartialSums::kDefault; break;
+    case PSDP_PARTIALS_FLOAT32: out.partial_sums = engine::PartialSums::kFloat32; break;
+    case PSDP_PARTIALS_GRADIENT_DTYPE: out.partial_sums = engine::PartialSums::kGradientDtype; break;
+    default: return Status::invalidArgument("config: partial_sums {} is not a psdp_partial_sums_t", c.partial_sums);
+  }
   if (c.stream != nullptr) return Status::unsupported("config: stream: steps on CUDA memory are not in this build");
   return out;
 }

@@ -30,7 +30,7 @@ Result<shard::ShardPlan> planLocally(const std::vector<shard::BufferDesc>& buffe
                                      buffers[i].count);
     }
   }
-  PSDP_RETURN_IF_ERROR(plan.checkOptimizerState(rank));
+  PSDP_RETURN_IF_ERROR(plan.checkShardSizedBuffers(rank));
   return plan;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "engine/dtype_convert.h"
 
 namespace psdp::engine {
 
@@ -35,11 +36,13 @@ std::vector<Transfer> groupChunks(const shard::ShardPlan& plan, size_t chunks_pe
 }
 
 ChunkPacking::ChunkPacking(const shard::ShardPlan& plan, const std::vector<Transfer>& transfers, int rank,
-                           const std::vector<void*>& pointers)
+                           const std::vector<void*>& pointers, bool float32_partials)
     : plan_(plan),
       transfers_(transfers),
       pointers_(pointers),
       gradient_of_(plan.buffers().size(), -1),
+      float32_partials_(float32_partials),
+      rank_(rank),
       group_(plan.layout().groupSize()),
       replicas_(plan.layout().replicas()),
       member_(plan.layout().position(rank).member),
@@ -49,21 +52,60 @@ ChunkPacking::ChunkPacking(const shard::ShardPlan& plan, const std::vector<Trans
     if (plan.buffers()[b].role == shard::Role::kGradient) {
       gradient_of_[static_cast<size_t>(plan.parameterOf(static_cast<int>(b)))] = static_cast<int>(b);
     }
+    if (plan.buffers()[b].role == shard::Role::kGradientShard) shard_ = static_cast<float*>(pointers[b]);
+  }
+  if (shard_ != nullptr) {
+    uint64_t at = 0;
+    for (size_t c = 0; c < plan.chunks().size(); ++c) {
+      shard_offset_.push_back(at);
+      at += plan.ownedCount(rank, c);
+    }
   }
 }
 
-size_t ChunkPacking::packedTransfers() const {
+psdp_dtype_t ChunkPacking::gradDtype(size_t t) const {
+  return *plan_.spaces()[static_cast<size_t>(plan_.chunks()[transfers_[t].chunks[0]].space)].grad_dtype;
+}
+
+psdp_dtype_t ChunkPacking::paramDtype(size_t t) const {
+  return plan_.spaces()[static_cast<size_t>(plan_.chunks()[transfers_[t].chunks[0]].space)].dtype;
+}
+
+psdp_dtype_t ChunkPacking::reduceDtype(size_t t) const {
+  const psdp_dtype_t grad = gradDtype(t);
+  return float32_partials_ && (grad == PSDP_BFLOAT16 || grad == PSDP_FLOAT16) ? PSDP_FLOAT32 : grad;
+}
+
+bool ChunkPacking::reducesInPlace(size_t t) const {
+  return reduceDtype(t) == gradDtype(t) && inPlace(t).has_value();
+}
+
+size_t ChunkPacking::packedReductions() const {
+  size_t packed = 0;
+  for (size_t t = 0; t < transfers_.size(); ++t) packed += reducesInPlace(t) ? 0 : 1;
+  return packed;
+}
+
+size_t ChunkPacking::packedGathers() const {
   size_t packed = 0;
   for (size_t t = 0; t < transfers_.size(); ++t) packed += inPlace(t) ? 0 : 1;
   return packed;
 }
 
-size_t ChunkPacking::maxPackBytes(size_t elem_bytes) const {
+size_t ChunkPacking::maxReducePackBytes() const {
   uint64_t most = 0;
   for (size_t t = 0; t < transfers_.size(); ++t) {
-    if (!inPlace(t)) most = std::max(most, packElems(t));
+    if (!reducesInPlace(t)) most = std::max(most, packElems(t) * dtypeSize(reduceDtype(t)));
   }
-  return static_cast<size_t>(most) * elem_bytes;
+  return static_cast<size_t>(most);
+}
+
+size_t ChunkPacking::maxGatherPackBytes() const {
+  uint64_t most = 0;
+  for (size_t t = 0; t < transfers_.size(); ++t) {
+    if (!inPlace(t)) most = std::max(most, packElems(t) * dtypeSize(paramDtype(t)));
+  }
+  return static_cast<size_t>(most);
 }
 
 void ChunkPacking::appendSegments(size_t t, size_t i, bool owned_only, std::vector<PackedSegment>& out) const {
@@ -106,8 +148,9 @@ std::optional<InPlace> ChunkPacking::inPlace(size_t t) const {
   if (c.begin + c.count > space.starts[i + 1]) return std::nullopt;  // spans two buffers
   const int param = space.buffers[i];
   const uint64_t offset = c.begin - space.starts[i];
-  return InPlace{static_cast<std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]) + offset * gradBytes(t),
-                 static_cast<std::byte*>(pointers_[static_cast<size_t>(param)]) + offset * paramBytes(t)};
+  return InPlace{
+      static_cast<std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]) + offset * dtypeSize(gradDtype(t)),
+      static_cast<std::byte*>(pointers_[static_cast<size_t>(param)]) + offset * dtypeSize(paramDtype(t))};
 }
 
 std::vector<PackedSegment> ChunkPacking::segments(size_t t) const {
@@ -139,37 +182,57 @@ void ChunkPacking::forEachRun(const PackedSegment& segment, Fn fn) const {
   }
 }
 
-size_t ChunkPacking::gradBytes(size_t t) const {
-  return dtypeSize(*plan_.spaces()[static_cast<size_t>(plan_.chunks()[transfers_[t].chunks[0]].space)].grad_dtype);
-}
-
-size_t ChunkPacking::paramBytes(size_t t) const {
-  return dtypeSize(plan_.spaces()[static_cast<size_t>(plan_.chunks()[transfers_[t].chunks[0]].space)].dtype);
-}
-
 void ChunkPacking::packGradients(size_t t, std::byte* pack) const {
-  const size_t esize = gradBytes(t);
-  std::memset(pack, 0, static_cast<size_t>(packElems(t)) * esize);
+  const psdp_dtype_t grad = gradDtype(t), reduce = reduceDtype(t);
+  const size_t from = dtypeSize(grad), to = dtypeSize(reduce);
+  std::memset(pack, 0, static_cast<size_t>(packElems(t)) * to);
   for (const PackedSegment& segment : segments(t)) {
     forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       const auto* grads = static_cast<const std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]);
-      std::memcpy(pack + packed * esize, grads + offset * esize, n * esize);
+      convertElements(pack + packed * to, reduce, grads + offset * from, grad, n);
     });
   }
 }
 
-void ChunkPacking::storeOwnedGradients(size_t t, const std::byte* pack) const {
-  const size_t esize = gradBytes(t);
+void ChunkPacking::deliverOwnedGradients(size_t t, const std::byte* reduced) const {
+  const psdp_dtype_t grad = gradDtype(t), reduce = reduceDtype(t);
+  const size_t from = dtypeSize(reduce), to = dtypeSize(grad);
   for (const PackedSegment& segment : ownedSegments(t)) {
+    if (shard_ != nullptr) {
+      // The owned piece is one run of the shard file: no buffer boundaries to follow.
+      convertElements(shard_ + shard_offset_[segment.chunk], PSDP_FLOAT32, reduced + segment.packed * from, reduce,
+                      segment.count);
+      continue;
+    }
     forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       auto* grads = static_cast<std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]);
-      std::memcpy(grads + offset * esize, pack + packed * esize, n * esize);
+      // In place, the reduced piece is where it belongs already.
+      if (grads + offset * to != reduced + packed * from) {
+        convertElements(grads + offset * to, grad, reduced + packed * from, reduce, n);
+      }
     });
   }
+}
+
+std::vector<GradientRun> ChunkPacking::ownedGradients(uint32_t chunk) const {
+  std::vector<GradientRun> runs;
+  if (shard_ != nullptr) {
+    runs.push_back({reinterpret_cast<const std::byte*>(shard_ + shard_offset_[chunk]), PSDP_FLOAT32,
+                    plan_.ownedCount(rank_, chunk)});
+    return runs;
+  }
+  for (const shard::OwnedRange& range : plan_.ownedRanges(rank_, chunk)) {
+    const int grad = gradient_of_[static_cast<size_t>(range.buffer)];
+    const psdp_dtype_t dtype = plan_.buffers()[static_cast<size_t>(grad)].dtype;
+    runs.push_back(
+        {static_cast<const std::byte*>(pointers_[static_cast<size_t>(grad)]) + range.offset * dtypeSize(dtype), dtype,
+         range.count});
+  }
+  return runs;
 }
 
 void ChunkPacking::packOwnedParameters(size_t t, std::byte* pack) const {
-  const size_t esize = paramBytes(t);
+  const size_t esize = dtypeSize(paramDtype(t));
   const Transfer& transfer = transfers_[t];
   // The rank's place: its part of its block (level world) or its whole block.
   const uint64_t place = static_cast<uint64_t>(member_) * transfer.block +
@@ -184,7 +247,7 @@ void ChunkPacking::packOwnedParameters(size_t t, std::byte* pack) const {
 }
 
 void ChunkPacking::unpackParameters(size_t t, const std::byte* pack) const {
-  const size_t esize = paramBytes(t);
+  const size_t esize = dtypeSize(paramDtype(t));
   for (const PackedSegment& segment : segments(t)) {
     forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       auto* params = static_cast<std::byte*>(pointers_[static_cast<size_t>(param)]);

@@ -17,6 +17,11 @@
 //   gather in group          all-gather of the blocks.
 // So a group piece is never repacked between the group and the replica stages, and no collective sees the
 // pieces' unequal sizes.
+//
+// Mixed precision. The reductions run in the gradients' dtype, or, with float32 partial sums, float16 and
+// bfloat16 gradients are widened into a float32 pack buffer (never in place then) so that every partial sum
+// is float32. The reduced owned pieces go back into the gradient buffers (rounded when widened), or, when the
+// state registers a gradient shard, into it in float32 at the rank's shard-file offsets.
 #pragma once
 
 #include <cstddef>
@@ -57,23 +62,36 @@ struct InPlace {
   std::byte* parameters = nullptr;  // its first parameter element
 };
 
+// Where a chunk's reduced owned gradient is, for the gradient norm: runs of `count` elements of `dtype`.
+struct GradientRun {
+  const std::byte* data = nullptr;
+  psdp_dtype_t dtype = PSDP_FLOAT32;
+  uint64_t count = 0;
+};
+
 class ChunkPacking {
  public:
-  // pointers: this rank's registered buffers, by plan buffer index. REQUIRES: the plan's buffers are host
-  // memory; plan, transfers and pointers outlive the packing.
+  // pointers: this rank's registered buffers, by plan buffer index. float32_partials: float16 and bfloat16
+  // gradients are reduced in float32. REQUIRES: the plan's buffers are host memory; plan, transfers and
+  // pointers outlive the packing.
   ChunkPacking(const shard::ShardPlan& plan, const std::vector<Transfer>& transfers, int rank,
-               const std::vector<void*>& pointers);
+               const std::vector<void*>& pointers, bool float32_partials);
 
   const Transfer& transfer(size_t t) const { return transfers_[t]; }
   // Elements of the pack buffer of transfer t (G blocks).
   uint64_t packElems(size_t t) const { return transfers_[t].block * static_cast<uint64_t>(group_); }
-  // Of the transfers that do not run in place (inPlace): how many, and the largest pack buffer in bytes of
-  // `elem_bytes` (0 when every transfer runs in place, which needs no pack buffer).
-  size_t packedTransfers() const;
-  size_t maxPackBytes(size_t elem_bytes) const;
-
-  // The gradient buffer paired with parameter `param`.
-  int gradientOf(int param) const { return gradient_of_[static_cast<size_t>(param)]; }
+  // The dtype of transfer t's gradients, and the one its reductions run in.
+  psdp_dtype_t gradDtype(size_t t) const;
+  psdp_dtype_t reduceDtype(size_t t) const;
+  psdp_dtype_t paramDtype(size_t t) const;
+  // Whether transfer t's reductions run in place (inPlace, in the gradients' own dtype).
+  bool reducesInPlace(size_t t) const;
+  // How many transfers reduce (or gather) through a pack buffer, and the largest such buffer in bytes (0 when
+  // every transfer runs in place, which needs none).
+  size_t packedReductions() const;
+  size_t packedGathers() const;
+  size_t maxReducePackBytes() const;
+  size_t maxGatherPackBytes() const;
 
   // This rank's place: member of its shard group, replica of its replica group.
   int member() const { return member_; }
@@ -87,10 +105,13 @@ class ChunkPacking {
   // The pieces this rank owns, one per chunk.
   std::vector<PackedSegment> ownedSegments(size_t t) const;
 
-  // Copies the transfer's gradients into `pack` (grad dtype), zeroing the padding.
+  // Copies the transfer's gradients into `pack` (in the reduce dtype), zeroing the padding.
   void packGradients(size_t t, std::byte* pack) const;
-  // Copies the reduced owned pieces from `pack` into this rank's gradient buffers at its owned ranges.
-  void storeOwnedGradients(size_t t, const std::byte* pack) const;
+  // Delivers the reduced owned pieces of `reduced` (the transfer's pack buffer, or its gradients when it
+  // reduces in place) into the gradient shard, or into this rank's gradient buffers at its owned ranges.
+  void deliverOwnedGradients(size_t t, const std::byte* reduced) const;
+  // Where chunk `chunk`'s reduced owned gradient is once delivered.
+  std::vector<GradientRun> ownedGradients(uint32_t chunk) const;
   // Copies this rank's owned parameters into their place in `pack` (param dtype), zeroing that place first.
   void packOwnedParameters(size_t t, std::byte* pack) const;
   // Copies every piece of the gathered `pack` into the parameter buffers.
@@ -102,13 +123,14 @@ class ChunkPacking {
   // Calls fn(parameter buffer, offset in it, n, packed offset) for a segment, split where a buffer ends.
   template <typename Fn>
   void forEachRun(const PackedSegment& segment, Fn fn) const;
-  size_t gradBytes(size_t t) const;
-  size_t paramBytes(size_t t) const;
-
   const shard::ShardPlan& plan_;
   const std::vector<Transfer>& transfers_;
   const std::vector<void*>& pointers_;
-  std::vector<int> gradient_of_;  // per buffer: the gradient paired with a parameter, or -1
+  std::vector<int> gradient_of_;        // per buffer: the gradient paired with a parameter, or -1
+  float* shard_ = nullptr;              // the gradient shard, if the state registers one
+  std::vector<uint64_t> shard_offset_;  // per chunk, with a shard: where its owned elements start in it
+  bool float32_partials_;
+  int rank_;
   int group_;
   int replicas_;
   int member_;

@@ -10,14 +10,16 @@ namespace psdp::engine {
 namespace {
 
 // What every rank of a step must share besides the step number and plan: the orders, the op, the grouping
-// of chunks into transfers and the gradient norm policy (its all-gathers run on the reduce teams).
+// of chunks into transfers, the gradient norm policy (its all-gathers run on the reduce teams) and the
+// partial sums' dtype (the reductions' dtype on the wire).
 uint64_t orderingOf(const StepConfig& config) {
   return (config.reduce_forward ? 1u : 0u) | (config.gather_backward ? 2u : 0u) |
-         (static_cast<uint64_t>(config.grad_norm) << 4) | (static_cast<uint64_t>(config.op) << 8) |
-         (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
+         (static_cast<uint64_t>(config.grad_norm) << 4) | (static_cast<uint64_t>(config.partial_sums) << 6) |
+         (static_cast<uint64_t>(config.op) << 8) | (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
 }
 
-const char* const kAgreedFields[] = {"step", "plan hash", "orders, op, chunks per transfer and norm policy"};
+const char* const kAgreedFields[] = {"step", "plan hash",
+                                     "orders, op, chunks per transfer, norm policy and partial sums"};
 
 }  // namespace
 
@@ -64,7 +66,7 @@ Status StateEngine::agree(const StepConfig& config) {
   return Status::ok();
 }
 
-Result<Step*> StateEngine::begin(const StepConfig& config) {
+Result<Step*> StateEngine::begin(StepConfig config) {
   if (step_ != nullptr) {
     return Status::invalidUsage("step {} has not ended: end it before beginning another", step_->id());
   }
@@ -75,23 +77,26 @@ Result<Step*> StateEngine::begin(const StepConfig& config) {
   if (config.op != PSDP_SUM && config.op != PSDP_AVG) {
     return Status::invalidArgument("op {}: a step reduces gradients with sum or avg", static_cast<int>(config.op));
   }
-  size_t grad_bytes = 0, param_bytes = 0;
   for (const shard::Space& space : plan_.spaces()) {
     if (!space.grad_dtype)
       return Status::invalidArgument("the state registers no gradients: a step has nothing to reduce");
     if (space.memory != shard::MemoryKind::kHost || space.grad_memory != shard::MemoryKind::kHost) {
       return Status::unsupported("steps on CUDA memory: this build's engine runs on host memory only");
     }
-    grad_bytes = std::max(grad_bytes, dtypeSize(*space.grad_dtype));
-    param_bytes = std::max(param_bytes, dtypeSize(space.dtype));
+  }
+  if (config.partial_sums == PartialSums::kDefault) {
+    const bool has_shard = std::any_of(plan_.buffers().begin(), plan_.buffers().end(), [](const shard::BufferDesc& b) {
+      return b.role == shard::Role::kGradientShard;
+    });
+    config.partial_sums = has_shard ? PartialSums::kFloat32 : PartialSums::kGradientDtype;
   }
   const std::vector<Transfer> transfers = groupChunks(plan_, config.chunks_per_transfer);
-  ChunkPacking packing(plan_, transfers, rank_, pointers_);
+  ChunkPacking packing(plan_, transfers, rank_, pointers_, config.partial_sums == PartialSums::kFloat32);
   // Pack buffers only for the transfers that do not run in place: a bulk step of one in-place chunk per
   // space needs none.
-  const size_t packed = packing.packedTransfers();
-  PSDP_RETURN_IF_ERROR(pool_.reserve(std::min(config.reduce_window, packed), packing.maxPackBytes(grad_bytes),
-                                     std::min(config.gather_window, packed), packing.maxPackBytes(param_bytes)));
+  PSDP_RETURN_IF_ERROR(
+      pool_.reserve(std::min(config.reduce_window, packing.packedReductions()), packing.maxReducePackBytes(),
+                    std::min(config.gather_window, packing.packedGathers()), packing.maxGatherPackBytes()));
   PSDP_RETURN_IF_ERROR(agree(config));
   StepResources resources;
   resources.plan = &plan_;

@@ -28,7 +28,7 @@ class StateEngine {
   // Errors: invalid argument (a window of 0, an op other than sum or avg, a plan without gradients or with
   // CUDA memory: unsupported), invalid usage (the previous step has not ended), mismatch (a peer is at
   // another step, or has another plan or ordering: names it), system (the pack buffers), the teams' errors.
-  Result<Step*> begin(const StepConfig& config);
+  Result<Step*> begin(StepConfig config);
   // Ends the current step (Step::end); the next begin() may follow once it returned OK.
   Status end(const Deadline& until);
   // Drops the current step, ended or not (a step left in flight fails its teams: see Step).

@@ -38,7 +38,8 @@ Step::Step(const StepResources& resources, const StepConfig& config, uint64_t id
       id_(id),
       transfers_(groupChunks(*resources.plan, config.chunks_per_transfer)),
       transfer_of_(resources.plan->chunks().size()),
-      packing_(*resources.plan, transfers_, resources.rank, *resources.pointers),
+      packing_(*resources.plan, transfers_, resources.rank, *resources.pointers,
+               config.partial_sums == PartialSums::kFloat32),
       schedule_(ChunkSchedule::create(scheduleOf(transfers_.size(), config, resources.teams)).value()),
       readiness_(*resources.plan),
       pack_of_(transfers_.size(), nullptr),
@@ -51,6 +52,7 @@ Step::Step(const StepResources& resources, const StepConfig& config, uint64_t id
   for (size_t t = 0; t < transfers_.size(); ++t) {
     for (uint32_t c : transfers_[t].chunks) transfer_of_[c] = static_cast<uint32_t>(t);
     in_place_.push_back(packing_.inPlace(t));
+    reduces_in_place_.push_back(packing_.reducesInPlace(t) ? 1 : 0);
   }
   if (config.grad_norm != GradNormPolicy::kNone) {
     norm_ = std::make_unique<GradNormReduction>(transfer_of_.size(),
@@ -72,16 +74,6 @@ Step::~Step() {
   for (std::byte* pack : pack_of_) {
     if (pack != nullptr) resources_.pool->giveBack(pack);
   }
-}
-
-size_t Step::gradBytes(uint32_t transfer) const {
-  const shard::ShardPlan& plan = *resources_.plan;
-  return dtypeSize(*plan.spaces()[static_cast<size_t>(plan.chunks()[transfers_[transfer].chunks[0]].space)].grad_dtype);
-}
-
-size_t Step::paramBytes(uint32_t transfer) const {
-  const shard::ShardPlan& plan = *resources_.plan;
-  return dtypeSize(plan.spaces()[static_cast<size_t>(plan.chunks()[transfers_[transfer].chunks[0]].space)].dtype);
 }
 
 // A transfer is ready once every one of its chunks is.
@@ -207,9 +199,10 @@ Status Step::finish(const InFlight& done) {
                                 ? Stage::kReduceAcrossReplicas
                                 : Stage::kReduceInGroup;
   std::byte* pack = packOf(done.transfer);
-  // In place, the reduced owned piece and the gathered parameters are where they belong already.
-  if (pack != nullptr && done.stage == last_reduce) {
-    packing_.storeOwnedGradients(done.transfer, pack);
+  // In place, the gathered parameters are where they belong already, and so is the reduced owned piece
+  // unless it goes to the gradient shard.
+  if (done.stage == last_reduce) {
+    packing_.deliverOwnedGradients(done.transfer, bufferOf(done.transfer, /*gather=*/false));
   } else if (pack != nullptr && done.stage == Stage::kGatherInGroup) {
     packing_.unpackParameters(done.transfer, pack);
   }
@@ -230,16 +223,11 @@ Status Step::finish(const InFlight& done) {
 }
 
 Status Step::addToNorm(uint32_t t) {
-  const shard::ShardPlan& plan = *resources_.plan;
   for (uint32_t chunk : transfers_[t].chunks) {
     double sq = 0;
     bool nonfinite = false;
-    for (const shard::OwnedRange& range : plan.ownedRanges(resources_.rank, chunk)) {
-      const int grad = packing_.gradientOf(range.buffer);
-      const psdp_dtype_t dtype = plan.buffers()[static_cast<size_t>(grad)].dtype;
-      const std::byte* data = static_cast<const std::byte*>((*resources_.pointers)[static_cast<size_t>(grad)]) +
-                              range.offset * dtypeSize(dtype);
-      sq += sumOfSquares(data, dtype, range.count, &nonfinite);
+    for (const GradientRun& run : packing_.ownedGradients(chunk)) {
+      sq += sumOfSquares(run.data, run.dtype, run.count, &nonfinite);
     }
     norm_->addChunk(chunk, sq, nonfinite);
   }
@@ -257,9 +245,9 @@ Status Step::postNorm() {
 }
 
 Result<std::byte*> Step::beginPhase(uint32_t t, bool gather) {
-  if (in_place_[t]) return bufferOf(t, gather);
-  std::byte* pack = gather ? resources_.pool->takeGather(packing_.packElems(t) * paramBytes(t))
-                           : resources_.pool->takeReduce(packing_.packElems(t) * gradBytes(t));
+  if (runsInPlace(t, gather)) return bufferOf(t, gather);
+  std::byte* pack = gather ? resources_.pool->takeGather(packing_.packElems(t) * dtypeSize(packing_.paramDtype(t)))
+                           : resources_.pool->takeReduce(packing_.packElems(t) * dtypeSize(packing_.reduceDtype(t)));
   if (pack == nullptr) return fail(Status::internal("step {}: no pack buffer free", id_));
   pack_of_[t] = pack;
   if (gather) {
@@ -271,7 +259,7 @@ Result<std::byte*> Step::beginPhase(uint32_t t, bool gather) {
 }
 
 std::byte* Step::bufferOf(uint32_t t, bool gather) const {
-  if (!in_place_[t]) return pack_of_[t];
+  if (!runsInPlace(t, gather)) return pack_of_[t];
   return gather ? in_place_[t]->parameters : in_place_[t]->gradients;
 }
 
@@ -282,7 +270,7 @@ Status Step::post(const Post& p) {
   const shard::ShardPlan& plan = *resources_.plan;
   const uint32_t t = p.chunk;  // the schedule's "chunks" are transfers
   const Transfer& transfer = transfers_[t];
-  const shard::Space& space = plan.spaces()[static_cast<size_t>(plan.chunks()[transfer.chunks[0]].space)];
+  const psdp_dtype_t reduce_dtype = packing_.reduceDtype(t), param_dtype = packing_.paramDtype(t);
   const uint64_t block = transfer.block;
   const size_t member = static_cast<size_t>(packing_.member());
   const size_t replica = static_cast<size_t>(packing_.replica());
@@ -291,28 +279,28 @@ Status Step::post(const Post& p) {
   switch (p.stage) {
     case Stage::kReduceInGroup: {
       PSDP_ASSIGN_OR_RETURN(std::byte * pack, beginPhase(t, /*gather=*/false));
-      const size_t g = gradBytes(t);
-      task = team.collectives->postReduceScatter(pack, pack + member * block * g, block, *space.grad_dtype, config_.op);
+      const size_t g = dtypeSize(reduce_dtype);
+      task = team.collectives->postReduceScatter(pack, pack + member * block * g, block, reduce_dtype, config_.op);
       break;
     }
     case Stage::kReduceAcrossReplicas: {
-      const size_t g = gradBytes(t);
+      const size_t g = dtypeSize(reduce_dtype);
       std::byte* group_piece = bufferOf(t, /*gather=*/false) + member * block * g;
       if (world_level) {
         const uint64_t piece = transfer.part;
-        task = team.collectives->postReduceScatter(group_piece, group_piece + replica * piece * g, piece,
-                                                   *space.grad_dtype, config_.op);
+        task = team.collectives->postReduceScatter(group_piece, group_piece + replica * piece * g, piece, reduce_dtype,
+                                                   config_.op);
       } else {
-        task = team.collectives->postAllReduce(group_piece, group_piece, block, *space.grad_dtype, config_.op);
+        task = team.collectives->postAllReduce(group_piece, group_piece, block, reduce_dtype, config_.op);
       }
       break;
     }
     case Stage::kGatherAcrossReplicas: {
       PSDP_ASSIGN_OR_RETURN(std::byte * pack, beginPhase(t, /*gather=*/true));
-      const size_t e = paramBytes(t);
+      const size_t e = dtypeSize(param_dtype);
       const uint64_t piece = transfer.part;
       std::byte* group_piece = pack + member * block * e;
-      task = team.collectives->postAllGather(group_piece + replica * piece * e, group_piece, piece, space.dtype);
+      task = team.collectives->postAllGather(group_piece + replica * piece * e, group_piece, piece, param_dtype);
       break;
     }
     case Stage::kGatherInGroup: {
@@ -320,8 +308,8 @@ Status Step::post(const Post& p) {
         PSDP_RETURN_IF_ERROR(beginPhase(t, /*gather=*/true).status());
       }
       std::byte* pack = bufferOf(t, /*gather=*/true);
-      const size_t e = paramBytes(t);
-      task = team.collectives->postAllGather(pack + member * block * e, pack, block, space.dtype);
+      const size_t e = dtypeSize(param_dtype);
+      task = team.collectives->postAllGather(pack + member * block * e, pack, block, param_dtype);
       break;
     }
   }

@@ -43,6 +43,13 @@ enum class UnusedGradients : uint8_t {
   kZero,   // zeros are written into those ranges of the gradient buffers, which then count as ready
 };
 
+// The dtype of float16 and bfloat16 gradients' partial sums (psdp_partial_sums_t).
+enum class PartialSums : uint8_t {
+  kDefault,        // float32 when the state has a gradient shard, else the gradients' dtype (StateEngine resolves it)
+  kFloat32,        // widened into float32 pack buffers and reduced in float32
+  kGradientDtype,  // reduced in the gradients' dtype (each combine in float32, rounded)
+};
+
 struct StepConfig {
   size_t reduce_window = 2;  // transfers in their reductions at once
   size_t gather_window = 2;  // transfers in their gathers at once
@@ -54,6 +61,7 @@ struct StepConfig {
   psdp_op_t op = PSDP_SUM;       // PSDP_SUM or PSDP_AVG of the gradients over the ranks
   UnusedGradients unused = UnusedGradients::kError;
   GradNormPolicy grad_norm = GradNormPolicy::kNone;
+  PartialSums partial_sums = PartialSums::kDefault;
 };
 
 // Everything a step runs on, owned by the state's engine (engine/state_engine.h), which outlives its steps.
@@ -150,8 +158,9 @@ class Step {
   // begins, or the user's buffer itself when it runs in place.
   Result<std::byte*> beginPhase(uint32_t transfer, bool gather);
   std::byte* bufferOf(uint32_t transfer, bool gather) const;
-  size_t gradBytes(uint32_t transfer) const;
-  size_t paramBytes(uint32_t transfer) const;
+  bool runsInPlace(uint32_t transfer, bool gather) const {
+    return gather ? in_place_[transfer].has_value() : reduces_in_place_[transfer] != 0;
+  }
 
   mutable std::mutex mutex_;  // guards everything below
   const StepResources resources_;
@@ -165,6 +174,7 @@ class Step {
   std::vector<InFlight> in_flight_;
   std::vector<std::byte*> pack_of_;  // per transfer: its pack buffer while it is in a phase (pooled ones only)
   std::vector<std::optional<InPlace>> in_place_;       // per transfer: where it runs without packing, if it can
+  std::vector<uint8_t> reduces_in_place_;              // per transfer: its reductions too (not widened)
   std::vector<size_t> ready_chunks_;                   // per transfer: chunks whose gradients are all reported
   std::vector<size_t> updated_chunks_;                 // per transfer: chunks the framework has updated
   std::vector<uint8_t> chunk_handed_, chunk_updated_;  // per chunk

@@ -47,7 +47,7 @@ uint64_t planHash(std::span<const BufferDesc> buffers, const PlanConfig& config,
   h.add(config.pad_bytes);
   for (int r : layout.ranks()) h.add(static_cast<uint64_t>(r));
   for (const BufferDesc& b : buffers) {
-    if (b.role == Role::kOptimizerState) continue;
+    if (isShardSized(b.role)) continue;
     h.add(static_cast<uint64_t>(b.role));
     h.add(b.name);
     h.add(b.count);
@@ -62,7 +62,7 @@ uint64_t registrationDigest(const BufferDesc& buffer) {
   h.add("psdp-registration-1");
   h.add(static_cast<uint64_t>(buffer.role));
   h.add(buffer.name);
-  h.add(buffer.role == Role::kOptimizerState ? 0 : buffer.count);
+  h.add(isShardSized(buffer.role) ? 0 : buffer.count);
   h.add(static_cast<uint64_t>(buffer.dtype));
   h.add(static_cast<uint64_t>(buffer.memory));
   return h.digest();

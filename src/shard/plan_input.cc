@@ -1,6 +1,7 @@
 #include "shard/plan_input.h"
 
 #include <bit>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -11,6 +12,7 @@ const char* roleName(Role role) {
     case Role::kParameter: return "parameter";
     case Role::kGradient: return "gradient";
     case Role::kOptimizerState: return "optimizer state";
+    case Role::kGradientShard: return "gradient shard";
   }
   return "unknown";
 }
@@ -21,7 +23,7 @@ namespace {
 Status checkBuffer(size_t i, const BufferDesc& b) {
   if (b.name.empty()) return Status::invalidArgument("buffers[{}]: name is empty", i);
   // Optimizer state is sized by the plan, and a rank may own nothing (more ranks than aligned units).
-  if (b.count == 0 && b.role != Role::kOptimizerState) {
+  if (b.count == 0 && !isShardSized(b.role)) {
     return Status::invalidArgument("buffers[{}] '{}': count is 0", i, b.name);
   }
   uint64_t size = dtypeSize(b.dtype);
@@ -80,6 +82,45 @@ Status checkPairs(std::span<const BufferDesc> buffers) {
   return Status::ok();
 }
 
+// The gradient shard receives every reduced gradient widened to float32: there is at most one, it is
+// float32 host memory, and the gradients it receives are float16, bfloat16 or float32 (a wider gradient
+// would lose precision in it, an integer one is no gradient to widen).
+Status checkGradientShard(std::span<const BufferDesc> buffers) {
+  std::optional<size_t> shard;
+  bool has_gradients = false;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferDesc& b = buffers[i];
+    has_gradients = has_gradients || b.role == Role::kGradient;
+    if (b.role != Role::kGradientShard) continue;
+    if (shard) {
+      return Status::invalidArgument("buffers[{}] '{}': a second gradient shard (also buffers[{}])", i, b.name, *shard);
+    }
+    shard = i;
+    if (b.dtype != PSDP_FLOAT32) {
+      return Status::invalidArgument("buffers[{}] '{}': a gradient shard is float32, not {}", i, b.name,
+                                     dtypeName(b.dtype));
+    }
+    if (b.memory != MemoryKind::kHost) {
+      return Status::invalidArgument("buffers[{}] '{}': a gradient shard is host memory", i, b.name);
+    }
+  }
+  if (!shard) return Status::ok();
+  if (!has_gradients) {
+    return Status::invalidArgument("buffers[{}] '{}': a gradient shard without gradients to reduce into it", *shard,
+                                   buffers[*shard].name);
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BufferDesc& b = buffers[i];
+    if (b.role == Role::kGradient && b.dtype != PSDP_FLOAT32 && b.dtype != PSDP_BFLOAT16 && b.dtype != PSDP_FLOAT16) {
+      return Status::invalidArgument(
+          "buffers[{}] '{}': gradients of {} cannot be delivered into the float32 gradient shard buffers[{}] '{}' "
+          "(float16, bfloat16 or float32 only)",
+          i, b.name, dtypeName(b.dtype), *shard, buffers[*shard].name);
+    }
+  }
+  return Status::ok();
+}
+
 Status checkAlignment(std::span<const BufferDesc> buffers, const PlanConfig& config) {
   const uint64_t align = config.align_bytes;
   if (align == 0 || !std::has_single_bit(align)) {
@@ -87,7 +128,7 @@ Status checkAlignment(std::span<const BufferDesc> buffers, const PlanConfig& con
   }
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BufferDesc& b = buffers[i];
-    if (b.role == Role::kOptimizerState) continue;  // not part of the flat spaces
+    if (isShardSized(b.role)) continue;  // not part of the flat spaces
     if (dtypeSize(b.dtype) > align) {
       return Status::invalidArgument("align_bytes {} is smaller than the {}-byte dtype {} of buffers[{}] '{}'", align,
                                      dtypeSize(b.dtype), dtypeName(b.dtype), i, b.name);
@@ -152,7 +193,8 @@ Status checkPlanInput(std::span<const BufferDesc> buffers, const PlanConfig& con
   if (buffers.empty()) return Status::invalidArgument("buffers: the list is empty");
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Role role = buffers[i].role;
-    if (role != Role::kParameter && role != Role::kGradient && role != Role::kOptimizerState) {
+    if (role != Role::kParameter && role != Role::kGradient && role != Role::kOptimizerState &&
+        role != Role::kGradientShard) {
       return Status::invalidArgument("buffers[{}] '{}': role {} is not a buffer role", i, buffers[i].name,
                                      static_cast<int>(role));
     }
@@ -160,6 +202,7 @@ Status checkPlanInput(std::span<const BufferDesc> buffers, const PlanConfig& con
   }
   PSDP_RETURN_IF_ERROR(checkNames(buffers));
   PSDP_RETURN_IF_ERROR(checkPairs(buffers));
+  PSDP_RETURN_IF_ERROR(checkGradientShard(buffers));
   PSDP_RETURN_IF_ERROR(checkTotal(buffers));
   PSDP_RETURN_IF_ERROR(checkConfig(config));
   return checkAlignment(buffers, config);

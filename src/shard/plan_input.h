@@ -14,7 +14,14 @@
 
 namespace psdp::shard {
 
-enum class Role : int { kParameter, kGradient, kOptimizerState };
+// kGradientShard: the rank's owned elements of the reduced gradient, in shard-file order (like optimizer
+// state), where a step delivers them in float32 (mixed precision; engine/chunk_packing.h).
+enum class Role : int { kParameter, kGradient, kOptimizerState, kGradientShard };
+
+// Buffers the plan sizes (each rank's owned element count) and leaves out of its spaces.
+inline bool isShardSized(Role role) {
+  return role == Role::kOptimizerState || role == Role::kGradientShard;
+}
 enum class MemoryKind : int { kHost, kCuda };
 
 // Where the optimizer state (and so the reduced gradient) of a chunk lives: in each rank's piece of its
@@ -62,7 +69,8 @@ const char* roleName(Role role);
 // gradient list that does not pair with the parameters (gradient i has parameter i's count), a byte size
 // that overflows 64 bits, W < 1, a G that does not divide W, an alignment that is not a power of two or is
 // smaller than a dtype of a parameter or gradient, pad_bytes not a multiple of the alignment, chunk_bytes
-// 0, a rank layout that is not a permutation of [0, W).
+// 0, a rank layout that is not a permutation of [0, W), a gradient shard that is not one float32 host
+// buffer receiving float16, bfloat16 or float32 gradients.
 Status checkPlanInput(std::span<const BufferDesc> buffers, const PlanConfig& config);
 
 }  // namespace psdp::shard

@@ -125,6 +125,12 @@ Extent ShardPlan::ownedPiece(int rank, size_t chunk) const {
   return config_.level == ShardLevel::kWorld ? split.worldPiece(pos.member, pos.replica) : split.groupPiece(pos.member);
 }
 
+uint64_t ShardPlan::shardOffset(int rank, size_t chunk) const {
+  uint64_t offset = 0;
+  for (size_t c = 0; c < chunk; ++c) offset += ownedCount(rank, c);
+  return offset;
+}
+
 uint64_t ShardPlan::ownedCount(int rank) const {
   uint64_t total = 0;
   for (size_t c = 0; c < chunks_.size(); ++c) total += ownedCount(rank, c);
@@ -160,12 +166,12 @@ uint64_t ShardPlan::spaceOffset(int param) const {
   return spaces_[space_of_[param]].starts[slot_[param]];
 }
 
-Status ShardPlan::checkOptimizerState(int rank) const {
+Status ShardPlan::checkShardSizedBuffers(int rank) const {
   const uint64_t owned = ownedCount(rank);
   for (size_t i = 0; i < buffers_.size(); ++i) {
-    if (buffers_[i].role == Role::kOptimizerState && buffers_[i].count != owned) {
-      return Status::invalidArgument("buffers[{}] '{}': optimizer state of {} elements, but rank {} owns {}", i,
-                                     buffers_[i].name, buffers_[i].count, rank, owned);
+    if (isShardSized(buffers_[i].role) && buffers_[i].count != owned) {
+      return Status::invalidArgument("buffers[{}] '{}': {} of {} elements, but rank {} owns {}", i, buffers_[i].name,
+                                     roleName(buffers_[i].role), buffers_[i].count, rank, owned);
     }
   }
   return Status::ok();
@@ -177,8 +183,8 @@ Result<ChunkPosition> ShardPlan::findChunk(int buffer, uint64_t offset) const {
   }
   const int param = pair_[buffer];
   if (param < 0) {
-    return Status::invalidArgument("buffers[{}] '{}' is optimizer state, which is in no chunk", buffer,
-                                   buffers_[buffer].name);
+    return Status::invalidArgument("buffers[{}] '{}' is {}, which is in no chunk", buffer, buffers_[buffer].name,
+                                   roleName(buffers_[buffer].role));
   }
   if (offset >= buffers_[buffer].count) {
     return Status::invalidArgument("offset {} is past the end of buffers[{}] '{}' ({} elements)", offset, buffer,

@@ -100,14 +100,19 @@ class ShardPlan {
   // The ranges of every chunk, in chunk order: the layout of the rank's shard file.
   std::vector<OwnedRange> ownedRanges(int rank) const;
 
-  // OK if every optimizer-state buffer holds exactly ownedCount(rank) elements, the size the plan gives it;
-  // invalid argument naming the first that does not. checkPlanInput cannot check it: it differs per rank.
-  Status checkOptimizerState(int rank) const;
+  // Where chunk `chunk`'s owned elements start in `rank`'s shard file (the sum of its owned counts of the
+  // chunks before): the index of its first element in the optimizer state and the gradient shard.
+  uint64_t shardOffset(int rank, size_t chunk) const;
+
+  // OK if every optimizer-state or gradient-shard buffer holds exactly ownedCount(rank) elements, the size
+  // the plan gives it; invalid argument naming the first that does not. checkPlanInput cannot check it: it differs per
+  // rank.
+  Status checkShardSizedBuffers(int rank) const;
 
   // The chunk that covers element `offset` of parameter or gradient `buffer`. Errors: invalid argument for
-  // a buffer index out of range, an optimizer-state buffer, or an offset past the buffer's end.
+  // a buffer index out of range, an optimizer-state or gradient-shard buffer, or an offset past the buffer's end.
   Result<ChunkPosition> findChunk(int buffer, uint64_t offset) const;
-  // The parameter a gradient pairs with (itself for a parameter); -1 for an optimizer-state buffer.
+  // The parameter a gradient pairs with (itself for a parameter); -1 for optimizer state and the gradient shard.
   int parameterOf(int buffer) const { return pair_[buffer]; }
   // The space of a parameter and its offset there.
   int spaceOf(int param) const { return space_of_[param]; }

@@ -36,7 +36,7 @@ static void test_abi(void) {
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
   /* The step's structs: the config grows at its end only. */
   CHECK(offsetof(psdp_step_config_t, stream) == 64);
-  CHECK(offsetof(psdp_step_config_t, grad_norm) == 72);
+  CHECK(offsetof(psdp_step_config_t, grad_norm) == 72 && offsetof(psdp_step_config_t, partial_sums) == 76);
   CHECK(sizeof(psdp_step_config_t) == 80);
   CHECK(offsetof(psdp_step_event_t, begin_ns) == 16 && offsetof(psdp_step_event_t, end_ns) == 24);
   CHECK(sizeof(psdp_step_event_t) == 32);

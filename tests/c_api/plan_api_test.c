@@ -89,6 +89,16 @@ static void test_queries(void) {
     ranges = (psdp_owned_range_t*)malloc(n * sizeof(*ranges));
     CHECK(psdp_plan_owned_ranges(plan, r, PSDP_PLAN_ALL_CHUNKS, ranges, n, &n) == PSDP_SUCCESS);
     CHECK(psdp_plan_optimizer_state_count(plan, r, &state) == PSDP_SUCCESS);
+    /* Chunk by chunk, the shard file's offsets add up the owned counts. */
+    {
+      size_t k, offset = 0, expect = 0, owned = 0;
+      for (k = 0; k < chunks; ++k) {
+        CHECK(psdp_plan_shard_offset(plan, r, k, &offset) == PSDP_SUCCESS && offset == expect);
+        CHECK(psdp_plan_owned_count(plan, r, k, &owned) == PSDP_SUCCESS);
+        expect += owned;
+      }
+      CHECK(expect == state);
+    }
     for (c = 0; c < n; ++c) {
       CHECK(ranges[c].buffer == 0 || ranges[c].buffer == 1);
       state -= ranges[c].count;
@@ -108,6 +118,9 @@ static void test_queries(void) {
   CHECK_ERROR(psdp_plan_find_chunk(plan, 5, 0, &chunk, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "buffer 5");
   CHECK_ERROR(psdp_plan_owned_count(plan, 8, 0, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "rank 8");
   CHECK_ERROR(psdp_plan_owned_count(plan, 0, chunks, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "chunk");
+  CHECK_ERROR(psdp_plan_shard_offset(plan, 0, PSDP_PLAN_ALL_CHUNKS, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "chunk");
+  CHECK_ERROR(psdp_plan_shard_offset(plan, -1, 0, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "rank -1");
+  CHECK_ERROR(psdp_plan_shard_offset(plan, 0, 0, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "offset_p");
   CHECK_ERROR(psdp_plan_get_chunk(plan, PSDP_PLAN_ALL_CHUNKS, &info), PSDP_ERR_INVALID_ARGUMENT, NULL, "chunk");
   CHECK_ERROR(psdp_plan_owned_ranges(plan, 0, 0, NULL, 3, &n), PSDP_ERR_INVALID_ARGUMENT, NULL, "NULL");
   CHECK_ERROR(psdp_plan_hash(plan, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "hash_p");

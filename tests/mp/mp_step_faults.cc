@@ -96,6 +96,10 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   bad.grad_norm = 7;
   expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "grad_norm 7",
               "an unknown norm policy");
+  bad = PSDP_STEP_CONFIG_INITIALIZER;
+  bad.partial_sums = 5;
+  expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "partial_sums 5",
+              "an unknown partial-sum dtype");
   report.check(psdp_step_begin(state.handle, nullptr, &step) == PSDP_SUCCESS, "begin");
   psdp_grad_norm_t norm;
   expectError(report, psdp_step_grad_norm(step, 0.0, &norm), PSDP_ERR_INVALID_USAGE, "no gradient norm",
@@ -174,7 +178,7 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   if (rank == nranks - 1) config.reduce_order = PSDP_STEP_ORDER_FORWARD;
   s = psdp_step_begin(other.handle, &config, &step);
   const std::string odd = "rank " + std::to_string(rank == nranks - 1 ? 0 : nranks - 1);
-  expectError(report, s, PSDP_ERR_MISMATCH, "orders, op, chunks per transfer and norm policy",
+  expectError(report, s, PSDP_ERR_MISMATCH, "orders, op, chunks per transfer, norm policy and partial sums",
               "begin with another order");
   report.check(has(psdp_get_last_error(nullptr), odd),
                "the mismatch names " + odd + ": " + psdp_get_last_error(nullptr));

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs psdp-perf step on a small model-shaped state through psdp-run and checks what a user gets from it:
 its table (every mode with a time, the pipelined/bulk ratio), its -J JSON (every field, times positive, DRAM
-bytes of both modes), its --trace file (valid trace-event JSON; per rank, per chunk, one begin and one end of
+bytes of both modes, the precision), in float32 and in mixed precision, its --trace file (valid trace-event JSON; per rank, per chunk, one begin and one end of
 every stage the layout has, each end after its begin, the update after the reductions and the gathers after
 the update), and PSDP_TRACE_FILE's per-rank traces carrying the step's stage tracks. Exits 1 naming what is
 wrong.
@@ -20,6 +20,9 @@ CASES = [
     (["--group", "1", "--per-tensor"], 2, {"reduce in group", "reduce across replicas", "update", "gather in group"}),
     (["--group", "2", "--level", "world"], 4,
      {"reduce in group", "reduce across replicas", "update", "gather across replicas", "gather in group"}),
+    (["--group", "1", "--precision", "bf16"], 2,
+     {"reduce in group", "reduce across replicas", "update", "gather in group"}),
+    (["--group", "2", "--precision", "bf16", "--partials", "bf16"], 2, {"reduce in group", "update", "gather in group"}),
 ]
 
 
@@ -87,6 +90,9 @@ def main() -> int:
                 problems.append(f"{label}: -J seconds {r.get('seconds')}")
             if not (r.get("dram_bytes", {}).get("pipelined", 0) > 0 and r["dram_bytes"].get("bulk", 0) > 0):
                 problems.append(f"{label}: -J dram_bytes {r.get('dram_bytes')}")
+            want = ("bf16" if "bf16" in extra else "fp32", "bf16" if "--partials" in extra else "float32")
+            if (r.get("precision"), r.get("partial_sums")) != want:
+                problems.append(f"{label}: -J precision {r.get('precision')}, partial sums {r.get('partial_sums')}")
             if (ranks > 2 or "--group" in extra and extra[1] == "1") and r.get("sent_across_bytes", 0) <= 0:
                 problems.append(f"{label}: replicas but no bytes sent across them")
             check_trace(trace, ranks, stages, problems, label)

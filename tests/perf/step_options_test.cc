@@ -41,17 +41,21 @@ TEST(StepOptions, DefaultsAndValues) {
   EXPECT_DOUBLE_EQ(o.scale, 0.5);
   EXPECT_EQ(o.trace_path, "t.json");
   EXPECT_EQ(o.json_path, "r.json");
+  EXPECT_FALSE(o.mixed || o.bf16_partials);
+  ASSERT_TRUE(parse({"--precision", "bf16", "--partials", "bf16"}, &o, &error)) << error;
+  EXPECT_TRUE(o.mixed && o.bf16_partials);
 }
 
 TEST(StepOptions, BadValuesNameTheOption) {
-  const std::vector<std::vector<std::string>> bad = {
-      {"--scale", "0"},           {"--scale", "2"},
-      {"--window", "0"},          {"--mode", "fast"},
-      {"--level", "x"},           {"--optimizer", "lamb"},
-      {"--bytes", "2"},           {"--iters", "0"},
-      {"--group", "-1"},          {"--bulk-plan", "some"},
-      {"--gather-order", "both"}, {"--frobnicate"},
-      {"--chunk-bytes"},          {"--bytes", "1M", "--model", "m.json"}};
+  const std::vector<std::vector<std::string>> bad = {{"--scale", "0"},           {"--scale", "2"},
+                                                     {"--window", "0"},          {"--mode", "fast"},
+                                                     {"--level", "x"},           {"--optimizer", "lamb"},
+                                                     {"--bytes", "2"},           {"--iters", "0"},
+                                                     {"--group", "-1"},          {"--bulk-plan", "some"},
+                                                     {"--gather-order", "both"}, {"--frobnicate"},
+                                                     {"--chunk-bytes"},          {"--bytes", "1M", "--model", "m.json"},
+                                                     {"--precision", "fp8"},     {"--partials", "fp16"},
+                                                     {"--partials", "bf16"}};
   for (const auto& args : bad) {
     StepOptions o;
     std::string error;
@@ -105,6 +109,17 @@ TEST(StepTraffic, PassesAndCache) {
   // A cache too small for the chunks in flight: no read counts as cached.
   p.cache_bytes = size_t{4} << 20;
   EXPECT_DOUBLE_EQ(stepTraffic(chunked, p, true).dram, 4 * 7 * MiB);
+  // Mixed precision on the same elements (e = 2, float32 partial sums w = 4, state f = 4), per chunk of
+  // n = 1/4 Mi elements (b = o = 1/8 Mi), in MiB: writes backward n e 0.5, reduce b w 0.5, update (1 + s) o f
+  // + o e 1.75, gather b e 0.25, pack n w 1, store o f 0.5: 4.5; reads cold: update (2 + s) o f 2, store o w
+  // 0.5; hot (the cache is too small): reduce G b w 1, gather b e 0.25, pack n e 0.5. 8.75 in all.
+  p.elem_bytes = 2;
+  p.wire_bytes = 4;
+  p.gradient_shard = true;
+  const StepTraffic mixed = stepTraffic(chunked, p, true);
+  EXPECT_EQ(mixed.chunks_packed, 4u) << "widened partial sums never reduce in place";
+  EXPECT_DOUBLE_EQ(mixed.dram, 4 * 8.75 * MiB);
+  EXPECT_DOUBLE_EQ(mixed.sent_inside, 4 * 0.125 * (4 + 2) * MiB);
   psdp_plan_free(chunked);
   psdp_plan_free(whole);
 }

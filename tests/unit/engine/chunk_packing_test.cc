@@ -1,11 +1,15 @@
 // ChunkPacking on real plans: transfers group consecutive chunks of one space; every element of a transfer's
 // chunks has exactly one place in its pack buffer, inside the right block (and part), never in another
 // piece's padding; gradients packed and the owned ones stored back land where they came from; and exactly
-// the chunks inside one buffer with full pieces run in place.
+// the chunks inside one buffer with full pieces run in place. Mixed precision: bfloat16 gradients widened
+// into float32 pack buffers (never in place then), the owned pieces delivered into a float32 gradient shard
+// at the rank's shard-file offsets, or rounded back into the gradient buffers without one.
 #include "engine/chunk_packing.h"
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -82,7 +86,7 @@ TEST(ChunkPackingTest, TransfersGroupConsecutiveChunksOfASpace) {
 // pieces back over zeroed gradients: exactly the owned ranges come back.
 void checkRoundTrip(Fixture& f, int rank, size_t per) {
   const std::vector<Transfer> transfers = groupChunks(f.plan, per);
-  ChunkPacking packing(f.plan, transfers, rank, f.pointers);
+  ChunkPacking packing(f.plan, transfers, rank, f.pointers, /*float32_partials=*/false);
   const size_t nparams = f.buffers.size() / 2;
   for (size_t t = 0; t < transfers.size(); ++t) {
     for (size_t b = 0; b < nparams; ++b) {
@@ -96,7 +100,7 @@ void checkRoundTrip(Fixture& f, int rank, size_t per) {
     for (float v : pack) nonzero += v != 0.0f ? 1 : 0;
     EXPECT_EQ(nonzero, placed) << "every element once, the padding zero (transfer " << t << ")";
     for (size_t b = 0; b < nparams; ++b) std::fill(f.data[nparams + b].begin(), f.data[nparams + b].end(), 0.0f);
-    packing.storeOwnedGradients(t, reinterpret_cast<const std::byte*>(pack.data()));
+    packing.deliverOwnedGradients(t, reinterpret_cast<const std::byte*>(pack.data()));
     size_t stored = 0;
     for (uint32_t c : transfers[t].chunks) {
       for (const shard::OwnedRange& r : f.plan.ownedRanges(rank, c)) {
@@ -129,7 +133,7 @@ TEST(ChunkPackingTest, OnlyFullChunksInsideOneBufferRunInPlace) {
   // [1024, 1280), and [1280, 1512) of 232 (pieces 112 and 120, padded to 128).
   Fixture f({1000, 512}, 2, 2, shard::ShardLevel::kGroup, 1024);
   const std::vector<Transfer> transfers = groupChunks(f.plan, 1);
-  ChunkPacking packing(f.plan, transfers, 0, f.pointers);
+  ChunkPacking packing(f.plan, transfers, 0, f.pointers, false);
   size_t in_place = 0;
   for (size_t t = 0; t < transfers.size(); ++t) {
     const shard::Chunk& c = f.plan.chunks()[transfers[t].chunks[0]];
@@ -146,7 +150,147 @@ TEST(ChunkPackingTest, OnlyFullChunksInsideOneBufferRunInPlace) {
     }
   }
   EXPECT_EQ(in_place, 4u) << "chunks 0, 1, 2 and 4";
-  EXPECT_FALSE(ChunkPacking(f.plan, groupChunks(f.plan, 2), 0, f.pointers).inPlace(0)) << "two chunks: packed";
+  EXPECT_FALSE(ChunkPacking(f.plan, groupChunks(f.plan, 2), 0, f.pointers, false).inPlace(0)) << "two chunks: packed";
+}
+
+// bfloat16 parameters and gradients, and a float32 gradient shard sized for `rank`.
+struct MixedFixture {
+  std::vector<BufferDesc> buffers;
+  std::vector<std::vector<uint16_t>> data;  // parameters, then gradients
+  std::vector<float> shard;
+  std::vector<void*> pointers;
+  shard::ShardPlan plan;
+
+  MixedFixture(const std::vector<uint64_t>& counts, int world, int rank, shard::ShardLevel level, bool with_shard)
+      : plan(build(counts, world, level, with_shard)) {
+    for (const BufferDesc& b : buffers) {
+      if (b.role == Role::kGradientShard) {
+        shard.assign(plan.ownedCount(rank), -1.0f);
+        pointers.push_back(shard.data());
+      } else {
+        data.emplace_back(b.count);
+        pointers.push_back(data.back().data());
+      }
+    }
+  }
+
+  shard::ShardPlan build(const std::vector<uint64_t>& counts, int world, shard::ShardLevel level, bool with_shard) {
+    for (Role role : {Role::kParameter, Role::kGradient}) {
+      for (size_t i = 0; i < counts.size(); ++i) {
+        buffers.push_back(BufferDesc{(role == Role::kGradient ? "g" : "p") + std::to_string(i), counts[i],
+                                     PSDP_BFLOAT16, role, MemoryKind::kHost, 0});
+      }
+    }
+    if (with_shard)
+      buffers.push_back(BufferDesc{"main_grad", 0, PSDP_FLOAT32, Role::kGradientShard, MemoryKind::kHost, 0});
+    shard::PlanConfig config;
+    config.world_size = world;
+    config.group_size = 2;
+    config.level = level;
+    config.chunk_bytes = 1024;
+    config.align_bytes = 64;
+    return shard::ShardPlan::build(buffers, config).value();
+  }
+};
+
+// The bfloat16 of a small integer (exact), and back.
+uint16_t bf16Of(float f) {
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16);
+}
+float floatOf(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
+
+// Gradient element i of buffer b: an integer below 256, exact in bfloat16.
+float gradientValue(size_t b, uint64_t i) {
+  return static_cast<float>((i * 7 + b * 31) % 255) - 127.0f;
+}
+
+TEST(ChunkPackingTest, Float32PartialsWidenIntoTheGradientShard) {
+  for (auto level : {shard::ShardLevel::kGroup, shard::ShardLevel::kWorld}) {
+    for (int rank = 0; rank < 4; ++rank) {
+      MixedFixture f({1000, 3001, 512}, 4, rank, level, /*with_shard=*/true);
+      const size_t nparams = 3;
+      for (size_t b = 0; b < nparams; ++b) {
+        for (uint64_t i = 0; i < f.data[nparams + b].size(); ++i) f.data[nparams + b][i] = bf16Of(gradientValue(b, i));
+      }
+      const std::vector<Transfer> transfers = groupChunks(f.plan, 1);
+      ChunkPacking packing(f.plan, transfers, rank, f.pointers, /*float32_partials=*/true);
+      EXPECT_EQ(packing.packedReductions(), transfers.size()) << "every reduction widened: none in place";
+      for (size_t t = 0; t < transfers.size(); ++t) {
+        EXPECT_EQ(packing.reduceDtype(t), PSDP_FLOAT32);
+        EXPECT_FALSE(packing.reducesInPlace(t));
+        std::vector<float> pack(packing.packElems(t), -1.0f);
+        packing.packGradients(t, reinterpret_cast<std::byte*>(pack.data()));
+        // Widened exactly: the pack sums to the chunk's gradients (integers, so the float sums are exact).
+        double packed = 0, want = 0;
+        for (float v : pack) packed += v;
+        const shard::Space& space = f.plan.spaces()[0];
+        for (uint32_t c : transfers[t].chunks) {
+          for (uint64_t x = f.plan.chunks()[c].begin; x < f.plan.chunks()[c].begin + f.plan.chunks()[c].count; ++x) {
+            size_t slot = 0;
+            while (space.starts[slot + 1] <= x) ++slot;
+            want += gradientValue(static_cast<size_t>(space.buffers[slot]), x - space.starts[slot]);
+          }
+        }
+        EXPECT_EQ(packed, want) << "transfer " << t;
+        packing.deliverOwnedGradients(t, reinterpret_cast<const std::byte*>(pack.data()));
+      }
+      // The shard holds every owned gradient, widened, in shard-file order.
+      uint64_t at = 0;
+      size_t bad = 0;
+      for (const shard::OwnedRange& r : f.plan.ownedRanges(rank)) {
+        for (uint64_t i = r.offset; i < r.offset + r.count; ++i, ++at) {
+          bad += f.shard[at] != gradientValue(static_cast<size_t>(r.buffer), i) ? 1 : 0;
+        }
+      }
+      EXPECT_EQ(at, f.shard.size());
+      EXPECT_EQ(bad, 0u) << "rank " << rank;
+      for (size_t c = 0; c < f.plan.chunks().size(); ++c) {
+        const std::vector<GradientRun> runs = packing.ownedGradients(static_cast<uint32_t>(c));
+        ASSERT_EQ(runs.size(), 1u);
+        EXPECT_EQ(runs[0].dtype, PSDP_FLOAT32);
+        EXPECT_EQ(runs[0].data, reinterpret_cast<const std::byte*>(f.shard.data() + f.plan.shardOffset(rank, c)));
+        EXPECT_EQ(runs[0].count, f.plan.ownedCount(rank, c));
+      }
+    }
+  }
+}
+
+TEST(ChunkPackingTest, GradientDtypePartialsReduceInPlaceAndWidenOnDelivery) {
+  // 1024-byte chunks of bfloat16: 512 elements, G = 2 pieces of 256, full and inside buffer 0 for chunk 0.
+  MixedFixture f({1024, 100}, 2, 0, shard::ShardLevel::kGroup, /*with_shard=*/true);
+  for (uint64_t i = 0; i < 1024; ++i) f.data[2][i] = bf16Of(gradientValue(0, i));
+  const std::vector<Transfer> transfers = groupChunks(f.plan, 1);
+  ChunkPacking packing(f.plan, transfers, 0, f.pointers, /*float32_partials=*/false);
+  ASSERT_TRUE(packing.inPlace(0).has_value());
+  EXPECT_TRUE(packing.reducesInPlace(0));
+  EXPECT_EQ(packing.reduceDtype(0), PSDP_BFLOAT16);
+  packing.deliverOwnedGradients(0, packing.inPlace(0)->gradients);
+  for (uint64_t i = 0; i < f.plan.ownedCount(0, 0); ++i) EXPECT_EQ(f.shard[i], gradientValue(0, i));
+}
+
+TEST(ChunkPackingTest, Float32PartialsWithoutAShardRoundBackIntoTheGradients) {
+  MixedFixture f({1000, 3001}, 2, 1, shard::ShardLevel::kGroup, /*with_shard=*/false);
+  const std::vector<Transfer> transfers = groupChunks(f.plan, 1);
+  ChunkPacking packing(f.plan, transfers, 1, f.pointers, /*float32_partials=*/true);
+  for (size_t t = 0; t < transfers.size(); ++t) {
+    // A reduced pack of 1.5 + its index: each owned element rounds to bfloat16 on its way back.
+    std::vector<float> pack(packing.packElems(t));
+    for (size_t i = 0; i < pack.size(); ++i) pack[i] = 1.5f + static_cast<float>(i);
+    packing.deliverOwnedGradients(t, reinterpret_cast<const std::byte*>(pack.data()));
+    for (const PackedSegment& s : packing.ownedSegments(t)) {
+      for (const shard::OwnedRange& r : f.plan.ownedRanges(1, s.chunk)) {
+        const uint64_t packed =
+            s.packed + (f.plan.spaceOffset(r.buffer) + r.offset - f.plan.chunks()[s.chunk].begin - s.chunk_offset);
+        for (uint64_t i = 0; i < r.count; ++i) {
+          const float want = pack[packed + i];
+          const float got = floatOf(f.data[2 + static_cast<size_t>(r.buffer)][r.offset + i]);
+          EXPECT_LE(std::abs(got - want), std::abs(want) / 256) << "rounded to bfloat16";
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

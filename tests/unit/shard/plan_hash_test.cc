@@ -30,6 +30,11 @@ TEST(RegistrationDigestTest, CoversWhatRanksShareOnly) {
   // Optimizer state is sized per rank by the plan: its count is not compared.
   EXPECT_EQ(registrationDigest(buffer("m", 10, Role::kOptimizerState)),
             registrationDigest(buffer("m", 12, Role::kOptimizerState)));
+  // So is the gradient shard, whose role still is.
+  EXPECT_EQ(registrationDigest(buffer("g", 10, Role::kGradientShard)),
+            registrationDigest(buffer("g", 12, Role::kGradientShard)));
+  EXPECT_NE(registrationDigest(buffer("g", 10, Role::kGradientShard)),
+            registrationDigest(buffer("g", 10, Role::kOptimizerState)));
 }
 
 TEST(RegistrationDigestTest, ConfigDigestIgnoresWhatTheCommunicatorDecides) {

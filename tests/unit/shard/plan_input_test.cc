@@ -61,6 +61,27 @@ TEST(PlanInputTest, ZeroLengthBuffer) {
   EXPECT_TRUE(checkPlanInput(b, goodConfig()).isOk());
 }
 
+TEST(PlanInputTest, GradientShard) {
+  auto b = goodBuffers();
+  b[1].memory = b[3].memory = MemoryKind::kHost;
+  b.push_back({"main_grad", 0, PSDP_FLOAT32, Role::kGradientShard, MemoryKind::kHost, 0});
+  EXPECT_TRUE(checkPlanInput(b, goodConfig()).isOk()) << "sized by the plan, like optimizer state";
+  auto twice = b;
+  twice.push_back({"main_grad2", 0, PSDP_FLOAT32, Role::kGradientShard, MemoryKind::kHost, 0});
+  expectRejected(twice, goodConfig(), {"buffers[6]", "'main_grad2'", "second gradient shard", "buffers[5]"});
+  auto narrow = b;
+  narrow[5].dtype = PSDP_BFLOAT16;
+  expectRejected(narrow, goodConfig(), {"buffers[5]", "'main_grad'", "float32", "bfloat16"});
+  auto device = b;
+  device[5].memory = MemoryKind::kCuda;
+  expectRejected(device, goodConfig(), {"buffers[5]", "host memory"});
+  auto wide = b;
+  wide[2].dtype = PSDP_FLOAT64;
+  expectRejected(wide, goodConfig(), {"buffers[2]", "'w0.grad'", "float64", "buffers[5]", "'main_grad'"});
+  std::vector<BufferDesc> alone = {b[0], b[5]};
+  expectRejected(alone, goodConfig(), {"buffers[1]", "without gradients"});
+}
+
 TEST(PlanInputTest, DuplicateName) {
   auto b = goodBuffers();
   b[3].name = "w0";

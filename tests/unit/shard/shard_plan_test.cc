@@ -122,9 +122,9 @@ TEST(ShardPlanTest, OptimizerStateHoldsWhatTheRankOwns) {
   std::vector<BufferDesc> buffers = {
       param("w0", 1000), param("w1", 24), {"exp_avg", 256, PSDP_FLOAT32, Role::kOptimizerState, MemoryKind::kHost, 0}};
   const ShardPlan plan = mustBuild(buffers, config(4, 4, ShardLevel::kGroup, 1024, 16));
-  EXPECT_TRUE(plan.checkOptimizerState(1).isOk());
+  EXPECT_TRUE(plan.checkShardSizedBuffers(1).isOk());
   buffers[2].count = 255;
-  Status wrong = mustBuild(buffers, config(4, 4, ShardLevel::kGroup, 1024, 16)).checkOptimizerState(1);
+  Status wrong = mustBuild(buffers, config(4, 4, ShardLevel::kGroup, 1024, 16)).checkShardSizedBuffers(1);
   EXPECT_EQ(wrong.code(), PSDP_ERR_INVALID_ARGUMENT);
   EXPECT_NE(wrong.message().find("buffers[2] 'exp_avg': optimizer state of 255 elements, but rank 1 owns 256"),
             std::string::npos)
@@ -133,8 +133,8 @@ TEST(ShardPlanTest, OptimizerStateHoldsWhatTheRankOwns) {
   buffers = {param("w", 4), {"exp_avg", 0, PSDP_FLOAT32, Role::kOptimizerState, MemoryKind::kHost, 0}};
   const ShardPlan tiny = mustBuild(buffers, config(4, 4, ShardLevel::kGroup, 1024, 16));
   EXPECT_EQ(tiny.ownedCount(3), 4u);
-  EXPECT_TRUE(tiny.checkOptimizerState(0).isOk());
-  EXPECT_FALSE(tiny.checkOptimizerState(3).isOk());
+  EXPECT_TRUE(tiny.checkShardSizedBuffers(0).isOk());
+  EXPECT_FALSE(tiny.checkShardSizedBuffers(3).isOk());
   EXPECT_TRUE(planInvariantsHold(tiny));
 }
 
