@@ -6,10 +6,11 @@
 // and, with a norm policy, computes the global gradient norm as chunks are reduced (engine/grad_norm.h).
 //
 // Progress: collectives move in the context's driver (its thread, or whichever thread waits). The step
-// itself moves, posting what the schedule allows and finishing stages that completed (storing the reduced
-// owned piece into the gradient buffers, unpacking gathered parameters), inside its calls: every call
-// looks, and the waiting calls (nextChunk, gradNorm, waitParameters, end) look whenever a collective completes. So a
-// framework that polls nextChunk in its update loop keeps the pipeline going.
+// itself moves, posting what the schedule allows and finishing stages that completed (delivering the
+// reduced owned piece into the gradient buffers or the gradient shard, unpacking gathered parameters),
+// inside its calls: every call looks, and the waiting calls (nextChunk, gradNorm, waitParameters, end) look
+// whenever a collective completes. So a framework that polls nextChunk in its update loop keeps the
+// pipeline going.
 //
 // Threading: every call may come from any thread (a backward hook reporting gradients on an autograd
 // thread while the training thread waits in nextChunk): the calls are serialised, and the waiting ones let
