@@ -8,6 +8,23 @@
 
 namespace psdp::engine {
 
+namespace {
+
+// Zeroes the elements of [begin, end) of `pack` that no segment covers (the padding): a pass over the
+// padding alone, not the whole buffer, which the copies write anyway.
+void zeroPadding(std::byte* pack, size_t esize, uint64_t begin, uint64_t end, std::vector<PackedSegment> segments) {
+  std::sort(segments.begin(), segments.end(),
+            [](const PackedSegment& a, const PackedSegment& b) { return a.packed < b.packed; });
+  uint64_t at = begin;
+  for (const PackedSegment& segment : segments) {
+    if (segment.packed > at) std::memset(pack + at * esize, 0, static_cast<size_t>(segment.packed - at) * esize);
+    at = std::max(at, segment.packed + segment.count);
+  }
+  if (end > at) std::memset(pack + at * esize, 0, static_cast<size_t>(end - at) * esize);
+}
+
+}  // namespace
+
 std::vector<Transfer> groupChunks(const shard::ShardPlan& plan, size_t chunks_per_transfer) {
   const bool world_level = plan.config().level == shard::ShardLevel::kWorld;
   const auto replicas = static_cast<uint64_t>(plan.layout().replicas());
@@ -185,8 +202,9 @@ void ChunkPacking::forEachRun(const PackedSegment& segment, Fn fn) const {
 void ChunkPacking::packGradients(size_t t, std::byte* pack) const {
   const psdp_dtype_t grad = gradDtype(t), reduce = reduceDtype(t);
   const size_t from = dtypeSize(grad), to = dtypeSize(reduce);
-  std::memset(pack, 0, static_cast<size_t>(packElems(t)) * to);
-  for (const PackedSegment& segment : segments(t)) {
+  const std::vector<PackedSegment> all = segments(t);
+  zeroPadding(pack, to, 0, packElems(t), all);
+  for (const PackedSegment& segment : all) {
     forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       const auto* grads = static_cast<const std::byte*>(pointers_[static_cast<size_t>(gradient_of_[param])]);
       convertElements(pack + packed * to, reduce, grads + offset * from, grad, n);
@@ -237,8 +255,9 @@ void ChunkPacking::packOwnedParameters(size_t t, std::byte* pack) const {
   // The rank's place: its part of its block (level world) or its whole block.
   const uint64_t place = static_cast<uint64_t>(member_) * transfer.block +
                          (world_level_ ? static_cast<uint64_t>(replica_) * transfer.part : 0);
-  std::memset(pack + place * esize, 0, static_cast<size_t>(transfer.part) * esize);
-  for (const PackedSegment& segment : ownedSegments(t)) {
+  const std::vector<PackedSegment> owned = ownedSegments(t);
+  zeroPadding(pack, esize, place, place + transfer.part, owned);
+  for (const PackedSegment& segment : owned) {
     forEachRun(segment, [&](int param, uint64_t offset, uint64_t n, uint64_t packed) {
       const auto* params = static_cast<const std::byte*>(pointers_[static_cast<size_t>(param)]);
       std::memcpy(pack + packed * esize, params + offset * esize, n * esize);
