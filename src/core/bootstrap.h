@@ -26,7 +26,8 @@ namespace psdp::core {
 // table, when the deadline passes (ranks that are waiting get a timeout naming the missing ranks), when
 // the rendezvous fails (nranks mismatch or a rank claimed twice: every rank that comes is told, until all
 // have been or the deadline passes), or when the object is destroyed (which stops and joins it). Logs go
-// to processLog(); the secret is never logged.
+// to processLog(); the secret is never logged, nor any byte a peer sent, and the warnings about dropped
+// peers are limited per kind (wrong secret, protocol violation, ...) and summarised when the root ends.
 class RootServer {
  public:
   // Binds to `bind_host` (empty: the interface chosen by PSDP_SOCKET_IFNAME, else the first non-loopback

@@ -192,13 +192,31 @@ Result<Table> decodeTableBody(std::span<const std::byte> body, int nranks) {
   return table;
 }
 
+std::string escapePeerText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte == '\\') {
+      out += "\\\\";
+    } else if (byte == '\n') {
+      out += "\\n";
+    } else if (byte < 0x20 || byte >= 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 Status decodeErrorBody(std::span<const std::byte> body) {
   Reader r(body);
   uint64_t code = 0, length = 0;
   bool ok = r.get(code, 4) && r.get(length, 4);
   auto text = ok ? r.getBytes(length, ok) : std::span<const std::byte>();
   if (!ok || !r.atEnd()) return Status::remote("the bootstrap root sent a malformed error frame");
-  std::string message(reinterpret_cast<const char*>(text.data()), text.size());
+  const std::string message = escapePeerText(std::string_view(reinterpret_cast<const char*>(text.data()), text.size()));
   auto status = static_cast<psdp_status_t>(static_cast<int32_t>(static_cast<uint32_t>(code)));
   if (!isKnownError(status)) return Status::remote("{}", message);
   return Status::make(status, "{}", message);

@@ -75,13 +75,18 @@ Frame encodeError(const Status& status);
 // Bodies, after checkHeader accepted the header. Errors: invalid argument (malformed body).
 Result<Hello> decodeHelloBody(std::span<const std::byte> body);
 Result<Table> decodeTableBody(std::span<const std::byte> body, int nranks);
-// The status the error frame carries (never OK: an unknown or success code becomes remote).
+// The status the error frame carries (never OK: an unknown or success code becomes remote), its message
+// escaped (escapePeerText).
 Status decodeErrorBody(std::span<const std::byte> body);
 
 // The largest body the root could send in a table for `nranks` ranks.
 uint64_t maxTableBodyBytes(int nranks);
 constexpr uint64_t kMaxHelloBodyBytes = kHelloFixedBytes + kMaxPayloadBytes;
 constexpr uint64_t kMaxErrorBodyBytes = 8 + kMaxErrorMessageBytes;
+
+// Text a peer sent, made safe to log: printable ASCII as is, a backslash doubled, a newline as \n and every
+// other byte as \xNN, so that no peer can forge a log line (or a terminal escape) through psdp's log.
+std::string escapePeerText(std::string_view text);
 
 // Compares two secrets in time that does not depend on where they differ, so that timing the root's
 // answers does not reveal a secret byte by byte.

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <thread>
 
+#include "base/trace.h"
+#include "base/warning_limiter.h"
 #include "core/bootstrap.h"
 #include "core/bootstrap_protocol.h"
 #include "core/root_connection.h"
@@ -35,9 +37,16 @@ constexpr double kAcceptPauseS = 0.05;
 // After the rendezvous is decided (or the deadline passed), how long the last frames may take to flush;
 // also how long the destructor waits for them when the owner lets go right after its own rank got the table.
 constexpr double kFlushGraceS = 1.0;
-// Dropped peers are logged at warn up to this many times, then at debug: a port scanner must not flood
-// the log.
-constexpr int kMaxDropWarnings = 16;
+// Dropped hostile peers are logged at warn up to this many times per kind (wrong secret, protocol
+// violation, ...) in each window, the rest at debug and counted: a port scanner must not flood the log,
+// nor a flood of one kind hide another (base/warning_limiter.h).
+constexpr int kDropWarningsPerWindow = 8;
+constexpr double kDropWarningWindowS = 60.0;
+// The kinds of hostile drops.
+constexpr const char* kWrongSecret = "wrong job secret";
+constexpr const char* kProtocolViolation = "protocol violation";
+constexpr const char* kEvicted = "evicted";
+constexpr const char* kStalled = "no hello in time";
 
 std::shared_ptr<const Frame> shareFrame(Frame frame) {
   return std::make_shared<const Frame>(std::move(frame));
@@ -86,7 +95,10 @@ class RootServerImpl final : public RootServer {
   void tellFailure(RootConnection& c);
   void checkTimers();
   void stopAccepting();
-  void drop(RootConnection& c, const std::string& why, bool hostile);
+  // hostile_kind: for a peer that broke the protocol (or guessed the secret), one of the kinds above;
+  // nullptr for one that just left.
+  void drop(RootConnection& c, const std::string& why, const char* hostile_kind);
+  void summariseDrops();
   void unregister(RootConnection& c);
   void evictOldestPending();
   Status missingStatus(std::string_view when) const;
@@ -116,7 +128,7 @@ class RootServerImpl final : public RootServer {
   std::shared_ptr<const Frame> failure_;  // kFailed: the error every rank is told
   std::vector<bool> told_;                // kFailed: ranks that have been sent failure_
   int told_count_ = 0;
-  int drop_warnings_ = 0;
+  WarningLimiter drop_warnings_{kDropWarningsPerWindow, kDropWarningWindowS};
 
   std::atomic<bool> finished_{false};
   std::thread thread_;  // last: started once every member above exists
@@ -130,6 +142,7 @@ void RootServerImpl::run() {
   }
   conns_.clear();
   listener_.reset();
+  summariseDrops();
   finished_.store(true, std::memory_order_release);
 }
 
@@ -227,7 +240,8 @@ void RootServerImpl::acceptAll() {
 void RootServerImpl::evictOldestPending() {
   for (const auto& c : conns_) {
     if (c->state == State::kAwaitHello) {
-      drop(*c, fmt::format("evicted: more than {} connections have not sent a hello", kMaxPendingConnections), true);
+      drop(*c, fmt::format("evicted: more than {} connections have not sent a hello", kMaxPendingConnections),
+           kEvicted);
       return;
     }
   }
@@ -236,14 +250,14 @@ void RootServerImpl::evictOldestPending() {
 void RootServerImpl::onEvents(RootConnection& c, short revents) {
   if ((revents & (POLLOUT | POLLERR | POLLHUP)) != 0 && c.hasOutput() && !c.flush()) {
     // The peer went away while we wrote; for a registered rank that is the same as a disconnect.
-    drop(c, "connection failed while writing", false);
+    drop(c, "connection failed while writing", nullptr);
     return;
   }
   if ((revents & (POLLIN | POLLHUP | POLLERR)) == 0 || c.state == State::kDead) return;
   if (c.state != State::kAwaitHello && c.state != State::kRegistered) return;
   RootConnection::ReadOutcome outcome = c.read();
   if (outcome.kind == RootConnection::ReadOutcome::Kind::kDrop) {
-    drop(c, outcome.why, outcome.hostile);
+    drop(c, outcome.why, outcome.hostile ? kProtocolViolation : nullptr);
   } else if (outcome.kind == RootConnection::ReadOutcome::Kind::kHello) {
     --pending_;
     onHello(c, std::move(outcome.hello));
@@ -253,7 +267,7 @@ void RootServerImpl::onEvents(RootConnection& c, short revents) {
 void RootServerImpl::onHello(RootConnection& c, bootstrap::Hello hello) {
   c.state = State::kClosing;  // unless registered below
   if (!bootstrap::secretsEqual(hello.secret, id_.secret)) {
-    drop(c, "wrong job secret", true);
+    drop(c, "wrong job secret", kWrongSecret);
     return;
   }
   if (hello.nranks < 1 || hello.nranks > static_cast<uint32_t>(bootstrap::kMaxRanks) || hello.rank >= hello.nranks) {
@@ -302,7 +316,7 @@ void RootServerImpl::registerRank(RootConnection& c, bootstrap::Hello hello) {
   c.queue(accepted_);
   processLog().debug("bootstrap root {}: rank {} of {} arrived from {}", id_.address(), c.rank, nranks_, c.peer());
   if (!c.flush()) {
-    drop(c, "connection failed while writing", false);
+    drop(c, "connection failed while writing", nullptr);
     return;
   }
   if (registered_ == nranks_) complete();
@@ -352,7 +366,7 @@ void RootServerImpl::tellFailure(RootConnection& c) {
 void RootServerImpl::checkTimers() {
   for (const auto& c : conns_) {
     if (c->state == State::kAwaitHello && c->hello_deadline.expired()) {
-      drop(*c, fmt::format("no complete hello within {:g} s", hello_timeout_s_), true);
+      drop(*c, fmt::format("no complete hello within {:g} s", hello_timeout_s_), kStalled);
     } else if (c->state == State::kRegistered && c->give_up.expired()) {
       // This rank stops waiting; the rest may still complete if it retries with a new connection.
       auto frame = shareFrame(bootstrap::encodeError(missingStatus("the client's own timeout")));
@@ -394,7 +408,7 @@ void RootServerImpl::stopAccepting() {
   accepting_ = false;
   listener_.reset();
   for (const auto& c : conns_) {
-    if (c->state == State::kAwaitHello) drop(*c, "the rendezvous is over", false);
+    if (c->state == State::kAwaitHello) drop(*c, "the rendezvous is over", nullptr);
   }
   flush_deadline_ = Deadline::after(std::max(deadline_.remainingSeconds(), kFlushGraceS));
 }
@@ -405,17 +419,30 @@ void RootServerImpl::unregister(RootConnection& c) {
   --registered_;
 }
 
-void RootServerImpl::drop(RootConnection& c, const std::string& why, bool hostile) {
+void RootServerImpl::drop(RootConnection& c, const std::string& why, const char* hostile_kind) {
   if (c.state == State::kAwaitHello) --pending_;
   unregister(c);
   c.kill();
-  // `why` and the peer address never contain the secret: RootConnection describes frames by their sizes
-  // and types only.
-  if (hostile && drop_warnings_ < kMaxDropWarnings) {
-    processLog().warn("bootstrap root {}: dropped connection from {}: {}{}", id_.address(), c.peer(), why,
-                      ++drop_warnings_ == kMaxDropWarnings ? " (further drops are logged at debug level)" : "");
-  } else {
+  // `why` and the peer address never contain the secret or any byte the peer sent: RootConnection
+  // describes frames by their sizes and types only.
+  const WarningLimiter::Verdict verdict =
+      hostile_kind != nullptr ? drop_warnings_.offer(hostile_kind, trace::nowNs()) : WarningLimiter::Verdict{};
+  if (!verdict.admit) {
     processLog().debug("bootstrap root {}: dropped connection from {}: {}", id_.address(), c.peer(), why);
+    return;
+  }
+  processLog().warn("bootstrap root {}: dropped connection from {}: {}{}", id_.address(), c.peer(), why,
+                    verdict.held_back == 0 ? std::string()
+                                           : fmt::format(" ({} more '{}' drops since the last warning, logged at "
+                                                         "debug level)",
+                                                         verdict.held_back, hostile_kind));
+}
+
+// Drops whose warnings were held back since the last one of their kind, so that none goes unmentioned.
+void RootServerImpl::summariseDrops() {
+  for (const auto& [kind, count] : drop_warnings_.pending()) {
+    processLog().warn("bootstrap root {}: {} more '{}' drops since the last warning (logged at debug level)",
+                      id_.address(), count, kind);
   }
 }
 

@@ -96,6 +96,14 @@ TEST(BootstrapProtocolTest, ErrorRoundTripKeepsCodeAndMessage) {
   EXPECT_FALSE(decodeErrorBody(bodyOf(frame).first(5)).isOk());
 }
 
+// A peer's error text cannot forge a log line: newlines, control bytes and non-ASCII come back escaped.
+TEST(BootstrapProtocolTest, ErrorMessagesFromPeersAreEscaped) {
+  Frame frame = encodeError(Status::remote("bad\n[psdp rank 0] [error] forged\x1b[2J \\ caf\xc3\xa9"));
+  EXPECT_EQ(decodeErrorBody(bodyOf(frame)).message(), "bad\\n[psdp rank 0] [error] forged\\x1b[2J \\\\ caf\\xc3\\xa9");
+  EXPECT_EQ(escapePeerText("plain text: rank 3 (ok)"), "plain text: rank 3 (ok)");
+  EXPECT_EQ(escapePeerText(std::string_view("a\0b", 3)), "a\\x00b");
+}
+
 TEST(BootstrapProtocolTest, SecretsEqual) {
   JobSecret a{}, b{};
   EXPECT_TRUE(secretsEqual(a, b));

@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
+
 #include <chrono>
 #include <latch>
 #include <thread>
 
+#include "base/log.h"
 #include "core/bootstrap_protocol.h"
 #include "core/net_address.h"
 #include "unit/core/bootstrap_test_util.h"
@@ -194,6 +197,39 @@ TEST(BootstrapTest, HostileClientsDoNotDisturbARealRendezvous) {
   // The rendezvous is over: the root lets go of the stalled peers too.
   EXPECT_TRUE(loris.value().closedWithin(3));
   EXPECT_TRUE(trickle.value().closedWithin(3));
+}
+
+// A flood of one kind of hostile peer can neither flood the log nor silence another kind: after 20
+// protocol violations, a wrong secret is still a warning, the violations beyond the burst are counted, and
+// the root's summary mentions them when it ends.
+TEST(BootstrapTest, DropWarningsAreLimitedPerKindAndSummarised) {
+  auto sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+  processLog().sinks().push_back(sink);
+  const spdlog::level::level_enum level = processLog().level();
+  processLog().set_level(spdlog::level::warn);
+  {
+    auto root = startRoot(secretOf(11));
+    ASSERT_NE(root, nullptr);
+    for (int i = 0; i < 20; ++i) {
+      auto c = RawClient::connect(root->id().port);
+      ASSERT_TRUE(c.isOk());
+      ASSERT_TRUE(c.value().send(bootstrap::Frame(64, std::byte{0x5a})).isOk());
+      EXPECT_TRUE(c.value().closedWithin(3)) << "garbage client " << i;
+    }
+    auto intruder = runRanks("127.0.0.1", root->id().port, {{0, 1, secretOf(12), 0}}, loopbackConfig(), 10);
+    expectError(intruder[0], PSDP_ERR_MISMATCH, {"rejected our hello"});
+  }
+  processLog().set_level(level);
+  std::erase(processLog().sinks(), sink);
+  size_t violations = 0, wrong_secret = 0, summaries = 0;
+  for (const std::string& line : sink->last_formatted()) {
+    violations += line.find("bad magic") != std::string::npos ? 1 : 0;
+    wrong_secret += line.find("wrong job secret") != std::string::npos ? 1 : 0;
+    summaries += line.find("12 more 'protocol violation' drops") != std::string::npos ? 1 : 0;
+  }
+  EXPECT_EQ(violations, 8u) << "a burst of warnings per kind";
+  EXPECT_EQ(wrong_secret, 1u) << "a different kind is not silenced";
+  EXPECT_EQ(summaries, 1u) << "the drops held back are summarised";
 }
 
 TEST(BootstrapTest, StalledClientIsDroppedAfterTheHelloTimeout) {
