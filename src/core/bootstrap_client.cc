@@ -128,20 +128,27 @@ Result<Socket> findRoot(const RendezvousId& id, bootstrap::Hello& hello, const C
 // After the root accepted us: the table, or the error the root decided on.
 Result<bootstrap::Table> awaitTable(Socket& socket, const std::string& where, int nranks, const Deadline& deadline) {
   double total_s = deadline.remainingSeconds();
-  auto header = readHeader(socket, FrameType::kTable, FrameType::kError, bootstrap::maxTableBodyBytes(nranks),
-                           bootstrap::kMaxErrorBodyBytes, deadline);
-  Result<std::vector<std::byte>> body = header.isOk() ? readBody(socket, header.value(), deadline) : header.status();
-  if (!body.isOk()) {
-    Status s = body.status();
+  // Why the bytes stopped: our deadline, or the root's process (rank 0's) going away without a word.
+  auto lost = [&](const Status& s) {
     if (s.code() == PSDP_ERR_TIMEOUT) {
       return Status::timeout(
-          "rendezvous at {}: no table from the root within {:g} s (it did not say which ranks "
-          "are missing)",
-          where, total_s);
+          "rendezvous at {}: no table from the root within {:g} s (it did not say which ranks are missing)", where,
+          total_s);
     }
-    return Status::make(s.code(), "rendezvous at {}: waiting for the table: {}", where, s.message());
-  }
-  if (header.value().type == static_cast<uint16_t>(FrameType::kError)) {
+    return Status::remote(
+        "rendezvous at {}: the bootstrap root (rank 0's process) went away before sending the table: {}", where,
+        s.message());
+  };
+  std::array<std::byte, bootstrap::kHeaderBytes> bytes{};
+  Status got = socket.recvAll(bytes, deadline);
+  if (!got.isOk()) return lost(got);
+  const bootstrap::FrameHeader header = bootstrap::decodeHeader(bytes);
+  std::string bad = bootstrap::checkHeader(header, FrameType::kTable, FrameType::kError,
+                                           bootstrap::maxTableBodyBytes(nranks), bootstrap::kMaxErrorBodyBytes);
+  if (!bad.empty()) return Status::remote("rendezvous at {}: not a psdp bootstrap root: {}", where, bad);
+  Result<std::vector<std::byte>> body = readBody(socket, header, deadline);
+  if (!body.isOk()) return lost(body.status());
+  if (header.type == static_cast<uint16_t>(FrameType::kError)) {
     return bootstrap::decodeErrorBody(body.value()).withContext("rendezvous at " + where);
   }
   auto table = bootstrap::decodeTableBody(body.value(), nranks);

@@ -123,7 +123,6 @@ class RootServerImpl final : public RootServer {
   int nranks_ = 0;                              // from the first valid hello
   int first_rank_ = -1;                         // who set nranks_, for mismatch messages
   std::vector<RootConnection*> ranks_;          // registered connection of each rank
-  std::vector<bool> arrived_;                   // ranks that registered at some point
   int registered_ = 0;
   std::shared_ptr<const Frame> failure_;  // kFailed: the error every rank is told
   std::vector<bool> told_;                // kFailed: ranks that have been sent failure_
@@ -287,7 +286,6 @@ void RootServerImpl::onHello(RootConnection& c, bootstrap::Hello hello) {
     nranks_ = nranks;
     first_rank_ = rank;
     ranks_.assign(static_cast<size_t>(nranks_), nullptr);
-    arrived_.assign(static_cast<size_t>(nranks_), false);
   } else if (nranks != nranks_) {
     fail(Status::mismatch("rank {} passed nranks {} but rank {} passed nranks {}", rank, nranks, first_rank_, nranks_));
     tellFailure(c);
@@ -311,7 +309,6 @@ void RootServerImpl::registerRank(RootConnection& c, bootstrap::Hello hello) {
     c.give_up = Deadline::after(wait_s - std::clamp(wait_s * 0.1, 0.05, 0.5));
   }
   ranks_[static_cast<size_t>(c.rank)] = &c;
-  arrived_[static_cast<size_t>(c.rank)] = true;
   ++registered_;
   c.queue(accepted_);
   processLog().debug("bootstrap root {}: rank {} of {} arrived from {}", id_.address(), c.rank, nranks_, c.peer());
@@ -368,10 +365,8 @@ void RootServerImpl::checkTimers() {
     if (c->state == State::kAwaitHello && c->hello_deadline.expired()) {
       drop(*c, fmt::format("no complete hello within {:g} s", hello_timeout_s_), kStalled);
     } else if (c->state == State::kRegistered && c->give_up.expired()) {
-      // This rank stops waiting; the rest may still complete if it retries with a new connection.
-      auto frame = shareFrame(bootstrap::encodeError(missingStatus("the client's own timeout")));
-      unregister(*c);
-      tell(*c, std::move(frame));
+      // This rank stops waiting, so the rendezvous cannot complete: every rank learns now which are missing.
+      fail(missingStatus(fmt::format("rank {}'s own timeout", c->rank)));
     }
   }
   if (accepting_ && deadline_.expired()) {
@@ -382,24 +377,15 @@ void RootServerImpl::checkTimers() {
   }
 }
 
-// Names the ranks that never arrived and, apart, those that arrived but whose connection went away (they
-// gave up, or their process died): the user needs to look at different processes for each.
+// Names the ranks that never arrived (a rank that arrived and left fails the rendezvous at once: drop()).
 Status RootServerImpl::missingStatus(std::string_view when) const {
   if (nranks_ == 0) return Status::timeout("no rank reached the bootstrap root {} within {}", id_.address(), when);
   std::vector<int> missing;
-  std::vector<int> left;
   for (int r = 0; r < nranks_; ++r) {
-    if (ranks_[static_cast<size_t>(r)] != nullptr) continue;
-    (arrived_[static_cast<size_t>(r)] ? left : missing).push_back(r);
+    if (ranks_[static_cast<size_t>(r)] == nullptr) missing.push_back(r);
   }
-  std::string left_text =
-      left.empty() ? std::string() : fmt::format("; ranks {} arrived but left again", bootstrap::formatRanks(left));
-  if (missing.empty()) {
-    return Status::timeout("every rank of {} reached the bootstrap root {}, but not together within {}{}", nranks_,
-                           id_.address(), when, left_text);
-  }
-  return Status::timeout("ranks {} of {} had not reached the bootstrap root {} within {}{}",
-                         bootstrap::formatRanks(missing), nranks_, id_.address(), when, left_text);
+  return Status::timeout("ranks {} of {} had not reached the bootstrap root {} within {}",
+                         bootstrap::formatRanks(missing), nranks_, id_.address(), when);
 }
 
 // No new connections: drop the ones still saying hello, close the listener (late clients get refused
@@ -420,6 +406,9 @@ void RootServerImpl::unregister(RootConnection& c) {
 }
 
 void RootServerImpl::drop(RootConnection& c, const std::string& why, const char* hostile_kind) {
+  // A rank that registered and went away has failed (its process died, or it gave up): nobody can complete
+  // the rendezvous without it, so every rank learns it now, not at its timeout.
+  const bool rank_left = c.state == State::kRegistered && phase_ == Phase::kGathering;
   if (c.state == State::kAwaitHello) --pending_;
   unregister(c);
   c.kill();
@@ -429,13 +418,19 @@ void RootServerImpl::drop(RootConnection& c, const std::string& why, const char*
       hostile_kind != nullptr ? drop_warnings_.offer(hostile_kind, trace::nowNs()) : WarningLimiter::Verdict{};
   if (!verdict.admit) {
     processLog().debug("bootstrap root {}: dropped connection from {}: {}", id_.address(), c.peer(), why);
-    return;
+  } else {
+    processLog().warn("bootstrap root {}: dropped connection from {}: {}{}", id_.address(), c.peer(), why,
+                      verdict.held_back == 0 ? std::string()
+                                             : fmt::format(" ({} more '{}' drops since the last warning, logged at "
+                                                           "debug level)",
+                                                           verdict.held_back, hostile_kind));
   }
-  processLog().warn("bootstrap root {}: dropped connection from {}: {}{}", id_.address(), c.peer(), why,
-                    verdict.held_back == 0 ? std::string()
-                                           : fmt::format(" ({} more '{}' drops since the last warning, logged at "
-                                                         "debug level)",
-                                                         verdict.held_back, hostile_kind));
+  if (rank_left) {
+    fail(
+        Status::remote("rank {} (from {}) left the bootstrap root {} before every rank arrived: its process died or "
+                       "gave up ({})",
+                       c.rank, c.peer(), id_.address(), why));
+  }
 }
 
 // Drops whose warnings were held back since the last one of their kind, so that none goes unmentioned.

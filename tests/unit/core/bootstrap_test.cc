@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <spdlog/sinks/ringbuffer_sink.h>
@@ -263,8 +265,8 @@ TEST(BootstrapTest, ClientDeadlineStillNamesTheMissingRank) {
   std::vector<RankSpec> specs = {{0, 3, secretOf(11), 0}, {2, 3, secretOf(11), 0}};
   auto start = Clock::now();
   auto results = runRanks("127.0.0.1", root->id().port, specs, loopbackConfig(), 1.0);
-  // Both clients time out together; whichever the root answers second may also hear that the first left.
-  for (const auto& r : results) expectError(r, PSDP_ERR_TIMEOUT, {"ranks 1 of 3", "the client's own timeout"});
+  // The first client whose time is up fails the rendezvous for both, naming the rank that never came.
+  for (const auto& r : results) expectError(r, PSDP_ERR_TIMEOUT, {"ranks 1 of 3", "own timeout"});
   EXPECT_LT(secondsSince(start), 2.0);
 }
 
@@ -345,19 +347,53 @@ TEST(BootstrapTest, DestroyingTheRootAfterTheRendezvousStillDeliversEveryTable) 
   }
 }
 
-// A registered rank whose connection dies is forgotten, so a restarted process can take its place.
-TEST(BootstrapTest, RankThatLeftCanRejoin) {
-  auto root = startRoot(secretOf(14));
+// A registered rank whose connection dies has failed (its process died, or it gave up): every rank, those
+// waiting and those still to come, fails at once naming it, instead of waiting for its timeout.
+TEST(BootstrapTest, ARankThatLeavesFailsEveryRankAtOnceNamingIt) {
+  auto root = startRoot(secretOf(14), 30);
   ASSERT_NE(root, nullptr);
+  auto waiting = RawClient::connect(root->id().port);
+  ASSERT_TRUE(waiting.isOk());
+  ASSERT_TRUE(waiting.value().readServerHello().isOk());
+  ASSERT_TRUE(waiting.value().send(helloFrame(secretOf(14), 0, 3)).isOk());
+  ASSERT_TRUE(waiting.value().readFrameType().isOk());  // accepted
   {
-    auto early = RawClient::connect(root->id().port);
-    ASSERT_TRUE(early.isOk());
-    ASSERT_TRUE(early.value().readServerHello().isOk());
-    ASSERT_TRUE(early.value().send(helloFrame(secretOf(14), 0, 2)).isOk());
-    ASSERT_TRUE(early.value().readFrameType().isOk());
+    auto leaver = RawClient::connect(root->id().port);
+    ASSERT_TRUE(leaver.isOk());
+    ASSERT_TRUE(leaver.value().readServerHello().isOk());
+    ASSERT_TRUE(leaver.value().send(helloFrame(secretOf(14), 1, 3)).isOk());
+    ASSERT_TRUE(leaver.value().readFrameType().isOk());  // accepted, then its process "dies"
   }
-  auto results = runRanks("127.0.0.1", root->id().port, jobOf(2, secretOf(14)), loopbackConfig(), 10);
-  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 2, i);
+  auto start = Clock::now();
+  auto told = waiting.value().readFrameType();
+  ASSERT_TRUE(told.isOk()) << told.status().toString();
+  EXPECT_EQ(told.value(), static_cast<uint16_t>(bootstrap::FrameType::kError));
+  auto late = runRanks("127.0.0.1", root->id().port, {{2, 3, secretOf(14), 0}}, loopbackConfig(), 30);
+  expectError(late[0], PSDP_ERR_REMOTE, {"rank 1", "left the bootstrap root", "died or gave up"});
+  EXPECT_LT(secondsSince(start), 2.0);
+}
+
+// A root whose process dies after accepting our hello (here a hand-made one that closes the connection):
+// the rank says that the root went away, not merely that a connection closed.
+TEST(BootstrapTest, ARootThatGoesAwayIsNamed) {
+  auto listener = listenOn(SockAddr::numeric("127.0.0.1", 0).value());
+  ASSERT_TRUE(listener.isOk());
+  const uint16_t port = localAddress(listener.value().get()).value().port();
+  std::thread fake([&] {
+    pollfd pfd{listener.value().get(), POLLIN, 0};
+    if (::poll(&pfd, 1, 10000) != 1) return;
+    Socket socket{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
+    const Deadline deadline = Deadline::after(10);
+    std::array<std::byte, bootstrap::kHeaderBytes> header{};
+    if (!socket.sendAll(bootstrap::encodeEmpty(bootstrap::FrameType::kServerHello), deadline).isOk()) return;
+    if (!socket.recvAll(header, deadline).isOk()) return;
+    std::vector<std::byte> body(bootstrap::decodeHeader(header).body_bytes);
+    if (!socket.recvAll(body, deadline).isOk()) return;
+    (void)socket.sendAll(bootstrap::encodeEmpty(bootstrap::FrameType::kAccepted), deadline);
+  });  // the socket closes as the thread ends: the root is gone
+  auto results = runRanks("127.0.0.1", port, {{1, 2, secretOf(15), 0}}, loopbackConfig(), 10);
+  fake.join();
+  expectError(results[0], PSDP_ERR_REMOTE, {"bootstrap root (rank 0's process) went away", "127.0.0.1"});
 }
 
 TEST(BootstrapTest, DetachedRootsServeARendezvousEach) {
