@@ -37,6 +37,10 @@ constexpr double kAcceptPauseS = 0.05;
 // After the rendezvous is decided (or the deadline passed), how long the last frames may take to flush;
 // also how long the destructor waits for them when the owner lets go right after its own rank got the table.
 constexpr double kFlushGraceS = 1.0;
+// After a failed rendezvous, how long the root still tells ranks that come late the failure once its owner
+// lets go (rank 0, whose own init just failed): a rank whose process started late learns it then, not at
+// its timeout.
+constexpr double kLateRankGraceS = 1.0;
 // Dropped hostile peers are logged at warn up to this many times per kind (wrong secret, protocol
 // violation, ...) in each window, the rest at debug and counted: a port scanner must not flood the log,
 // nor a flood of one kind hide another (base/warning_limiter.h).
@@ -119,6 +123,7 @@ class RootServerImpl final : public RootServer {
   bool accepting_ = true;
   bool stopping_ = false;  // the owner asked the thread to end
   Deadline flush_deadline_ = Deadline::never();
+  Deadline late_grace_ = Deadline::never();     // kFailed, owner gone: accepting ends then
   Deadline accept_pause_ = Deadline::after(0);  // accepting resumes then, after running out of fds
   int nranks_ = 0;                              // from the first valid hello
   int first_rank_ = -1;                         // who set nranks_, for mismatch messages
@@ -192,6 +197,10 @@ bool RootServerImpl::onStopRequest() {
     }
     return false;
   }
+  if (phase_ == Phase::kFailed && accepting_) {
+    late_grace_ = Deadline::after(kLateRankGraceS);
+    return true;
+  }
   if (accepting_) stopAccepting();
   flush_deadline_ = flush_deadline_.min(Deadline::after(kFlushGraceS));
   return true;
@@ -199,7 +208,7 @@ bool RootServerImpl::onStopRequest() {
 
 // Until the earliest timer: a connection's hello deadline or give-up time, the root deadline, the flush.
 int RootServerImpl::pollTimeoutMs() const {
-  Deadline next = accepting_ ? deadline_ : flush_deadline_;
+  Deadline next = accepting_ ? deadline_.min(late_grace_) : flush_deadline_;
   if (accepting_ && !accept_pause_.expired()) next = next.min(accept_pause_);
   for (const auto& c : conns_) {
     if (c->state == State::kAwaitHello) next = next.min(c->hello_deadline);
@@ -368,6 +377,10 @@ void RootServerImpl::checkTimers() {
       // This rank stops waiting, so the rendezvous cannot complete: every rank learns now which are missing.
       fail(missingStatus(fmt::format("rank {}'s own timeout", c->rank)));
     }
+  }
+  if (accepting_ && late_grace_.expired()) {
+    stopAccepting();
+    flush_deadline_ = flush_deadline_.min(Deadline::after(kFlushGraceS));
   }
   if (accepting_ && deadline_.expired()) {
     if (phase_ == Phase::kGathering) {
