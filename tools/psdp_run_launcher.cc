@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -294,14 +295,25 @@ void Launcher::drainSignals() {
   if (child_exited) checkExited();
 }
 
+// Every exit of this batch is learned before any is acted on, and the rule for naming the failure is: a rank
+// killed by a signal the launcher did not send beats a nonzero exit seen in the same batch, whatever their
+// indices, since such a death is the likely cause of the other ranks' errors; otherwise rank order. A rank that
+// exited on its own is never mistaken for one the launcher stopped.
 void Launcher::checkExited() {
+  std::vector<std::pair<Rank*, siginfo_t>> exits;
   for (Rank& rank : ranks_) {
     if (rank.state != State::kRunning) continue;
     siginfo_t info{};
     // WNOWAIT: learn the exit but keep the zombie; releaseExited reaps it.
     if (::waitid(P_PID, static_cast<id_t>(rank.pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) continue;
-    if (info.si_pid != 0) onRankExit(rank, info);
+    if (info.si_pid == 0) continue;
+    rank.state = State::kExited;  // so that stopping the others does not signal it
+    exits.emplace_back(&rank, info);
   }
+  std::stable_partition(exits.begin(), exits.end(), [](const std::pair<Rank*, siginfo_t>& e) {
+    return e.second.si_code != CLD_EXITED && e.first->last_signal == 0;
+  });
+  for (const auto& [rank, info] : exits) onRankExit(*rank, info);
 }
 
 void Launcher::onRankExit(Rank& rank, const siginfo_t& info) {

@@ -298,6 +298,33 @@ TEST(PsdpRunTest, RankKilledBySignalCountsAs128PlusSignal) {
   for (pid_t pid : pidsIn(r.out)) EXPECT_TRUE(exitsSoon(pid)) << "pid " << pid;
 }
 
+// Rank 0 exits 1 and rank 1 is SIGKILLed while psdp-run is stopped (rank 2 stops it first and continues it
+// once both are zombies), so that one batch holds both exits: the unexpected signal is the failure named, and
+// its code the launcher's, even though rank 0 comes first and exited first; rank 0's exit is still reported
+// as its own, not as one the launcher caused.
+TEST(PsdpRunTest, ASignalInTheSameBatchBeatsAnEarlierNonzeroExit) {
+  TempDir dir;
+  std::string pids = dir.fifo("pids"), go0 = dir.fifo("go0"), go1 = dir.fifo("go1");
+  ASSERT_FALSE(pids.empty() || go0.empty() || go1.empty());
+  const char* script = R"sh(
+    case "$PSDP_RANK" in
+      0) echo "$$" >"$1"; read x <"$2"; exit 1 ;;
+      1) echo "$$" >"$1"; read x <"$3"; kill -KILL $$ ;;
+      2) exec 4<>"$1"; read a <&4; read b <&4
+         kill -STOP $PPID
+         echo go >"$2"; echo go >"$3"
+         for q in $a $b; do while [ "$(cut -d' ' -f3 /proc/$q/stat)" != Z ]; do :; done; done
+         kill -CONT $PPID
+         exec sleep 30 ;;
+    esac)sh";
+  LaunchResult r = runLauncher(concat({"-n", "3"}, sh(script, {pids, go0, go1})));
+  expectNotHung(r);
+  EXPECT_EQ(r.code, 137) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 1 was killed by signal 9 (Killed); stopping the other ranks")) << r.err;
+  EXPECT_TRUE(contains(r.err, "rank 0 exited with code 1")) << r.err;
+  EXPECT_FALSE(contains(r.err, "rank 0 exited with code 1; stopping")) << r.err;
+}
+
 TEST(PsdpRunTest, TimeoutStopsHangingRanksEvenThoseIgnoringSigterm) {
   // Rank 0 ignores SIGTERM, so it needs the SIGKILL that follows the grace period; rank 1 finishes in time.
   const char* script = R"(
