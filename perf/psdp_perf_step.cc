@@ -1,11 +1,11 @@
 // psdp-perf step: the time of a whole sharded training step (psdp_step_begin to psdp_step_end) of a
 // model-shaped state (float32, or bfloat16 with float32 master weights), pipelined against bulk mode in the
-// same run, interleaved, with the optimizer (Adam by default) on the owned pieces: the tool plays the framework, psdp
-// runs no model math. Each step is what a training loop does: backward writes each bucket of gradients (a chunk's
-// worth, last layer first) and reports it, the loop takes each reduced chunk, updates its owned ranges and marks it
-// updated, and the step ends once every chunk is gathered. Communication alone (no update) and the update alone (no
-// psdp) are measured in the same run, which gives the overlap each mode achieves. Ranks report the
-// slowest rank's time per step.
+// same run, interleaved, with the optimizer (Adam by default) on the owned pieces: the tool plays the
+// framework, psdp runs no model math. Each step is what a training loop does: backward writes each bucket of
+// gradients (a chunk's worth, last layer first) and reports it, the loop takes each reduced chunk, updates its
+// owned ranges and marks it updated, and the step ends once every chunk is gathered. Communication alone (no
+// update) and the update alone (no psdp) are measured in the same run, which gives the overlap each mode
+// achieves. Ranks report the slowest rank's time per step.
 #include "psdp_perf_step.h"
 
 #include <psdp/psdp.h>
@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "adam.h"
@@ -184,13 +185,16 @@ class StepBench {
       owned_state_ = std::make_unique<HostBuffer>(per_element * most * 4, true, false);
       if (owned_state_->data() == nullptr) return false;
       float* next = reinterpret_cast<float*>(owned_state_->data());
-      for (float** buffer : {&m_, &v_, &master_, &grad_shard_}) {
-        const bool wanted = (buffer == &m_ || buffer == &v_) ? o_.adam : o_.mixed;
-        if (!wanted) continue;
-        *buffer = next;
-        next += most;
+      auto take = [&] { return std::exchange(next, next + most); };
+      if (o_.adam) {
+        m_ = take();
+        v_ = take();
       }
-      if (o_.mixed) std::fill(master_, master_ + most, 1.0f);
+      if (o_.mixed) {
+        master_ = take();
+        grad_shard_ = take();
+        std::fill(master_, master_ + most, 1.0f);
+      }
     }
     if (o_.pipelined) registerState(o_.chunk_bytes, pipelined_owned, pipelined_);
     if (o_.bulk) registerState(bulk_chunk_bytes, bulk_owned, bulk_);
