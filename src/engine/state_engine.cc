@@ -4,8 +4,6 @@
 
 #include <algorithm>
 
-#include "base/dtype.h"
-
 namespace psdp::engine {
 namespace {
 
