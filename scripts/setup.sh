@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Installs what psdp needs from Debian's packages (only what is missing), then configures and builds it.
 #   scripts/setup.sh [build-dir] [extra cmake args...]
-# Environment: PSDP_BUILD_TYPE (default RelWithDebInfo).
+# Environment: PSDP_BUILD_TYPE (default RelWithDebInfo); PSDP_BUILD_TARGET (default: everything).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 shift || true
 
+# clang and libclang-rt-14-dev (libFuzzer's runtime, only recommended by clang's packages) build the fuzz
+# targets of scripts/fuzz.sh; libssl-dev gives the bootstrap's HMAC.
 packages=(build-essential cmake ninja-build pkg-config python3 binutils
           libucx-dev ucx-utils libhwloc-dev libhwloc-plugins hwloc libxml2-dev libspdlog-dev libfmt-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
+          clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,4 +26,4 @@ if ((${#missing[@]})); then
 fi
 
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${PSDP_BUILD_TYPE:-RelWithDebInfo}" -DPSDP_WERROR=ON "$@" >/dev/null
-cmake --build "$build_dir" --parallel "$(nproc)"
+cmake --build "$build_dir" --parallel "$(nproc)" ${PSDP_BUILD_TARGET:+--target "$PSDP_BUILD_TARGET"}

@@ -3,6 +3,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -53,8 +54,11 @@ Result<spdlog::sink_ptr> sinkFor(const std::string& path) {
 Logger makeLogger(int rank, const Config& config, spdlog::sink_ptr sink) {
   std::string name = rank < 0 ? std::string("psdp rank -") : "psdp rank " + std::to_string(rank);
   auto logger = std::make_shared<spdlog::logger>(std::move(name), std::move(sink));
-  logger->set_level(toSpdlogLevel(config.log_level));
-  logger->flush_on(spdlog::level::warn);
+  const spdlog::level::level_enum level = toSpdlogLevel(config.log_level);
+  logger->set_level(level);
+  // Every line that is logged reaches its file at once: a log is read to learn why a process hung or died,
+  // and a line still in a buffer then is lost. Only a chosen debug or trace level logs per operation.
+  logger->flush_on(std::min(level, spdlog::level::warn));
   return logger;
 }
 

@@ -1,12 +1,15 @@
-// The TCP bootstrap: one root listens; every rank connects, proves it knows the job secret and sends a
-// payload (its transport address); once all nranks have arrived the root sends each rank the table of
-// every payload, and the connections close. Later out-of-band exchanges go over the transport itself.
+// The TCP bootstrap: one root listens; every rank connects, root and rank prove to each other that they
+// hold the job secret, and the rank sends a payload (its transport address); once all nranks have arrived
+// the root sends each rank the table of every payload, and the connections close. Later out-of-band
+// exchanges go over the transport itself.
 //
 // The root speaks a small framed protocol (bootstrap_protocol.h: magic, protocol version, lengths bounded
-// by nranks and a 64 KiB payload limit) and drops any connection that does not follow it, presents a wrong
-// secret or stalls (min(5 s, PSDP_TIMEOUT) to send its hello), so that a stray or hostile client cannot
-// disturb a job that is initialising. The secret travels in clear over TCP: it keeps out wrong and stray
-// peers, not an eavesdropper on the cluster network.
+// by nranks and a 64 KiB payload limit) and drops any connection that does not follow it, fails to prove
+// the secret or stalls (min(5 s, PSDP_TIMEOUT) to send its hello), so that a stray or hostile client
+// cannot disturb a job that is initialising. The secret never travels: both ends prove it with MACs over
+// fresh nonces (bootstrap_auth.h), the root first, so a listener squatting on a scanned port learns
+// nothing from a rank; the table carries a MAC bound to the connection, so a table the root did not build
+// is rejected. The payloads are not encrypted: an eavesdropper sees the ranks' addresses, not the secret.
 #pragma once
 
 #include <cstddef>
@@ -58,14 +61,15 @@ class RootServer {
 Result<RendezvousId> startDetachedRoot(const Config& config);
 
 // Client side: connects to the root of `id` (retrying with backoff while it is not listening yet, until
-// the deadline; when id.port is 0, scanning config.port_range for a root that accepts our secret), sends
-// rank, nranks, the secret and `payload`, and returns every rank's payload indexed by rank. Blocks until
+// the deadline; when id.port is 0, scanning config.port_range for a root that proves it holds our secret,
+// warning once about each listener that fails to), sends rank, nranks and `payload` sealed with the secret,
+// and returns every rank's payload indexed by rank. Blocks until
 // the table arrives or the deadline. Thread-safe (ranks may be threads of one process). `log` may be null.
 // Errors: invalid argument (rank/nranks out of range, payload over 64 KiB, port 0 with no range),
 // mismatch (another rank used a different nranks, or two ranks claim one rank: the message names them;
-// the root we were sent to rejected our secret), timeout (names the address, and the ranks that had not
-// arrived when the root said so), aborted (the root was shut down), remote (the root went away or sent
-// garbage), system.
+// the root we were sent to could not prove it holds our secret), timeout (names the address, and the
+// ranks that had not arrived when the root said so), aborted (the root was shut down), remote (the root
+// went away, sent garbage, or sent a table or error whose MAC does not verify), system.
 Result<std::vector<std::vector<std::byte>>> exchangeViaRoot(const RendezvousId& id, int rank, int nranks,
                                                             std::span<const std::byte> payload, const Config& config,
                                                             const Deadline& deadline, const Logger& log);

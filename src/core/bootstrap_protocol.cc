@@ -56,6 +56,8 @@ const char* frameName(uint16_t type) {
     case FrameType::kAccepted: return "accepted";
     case FrameType::kTable: return "table";
     case FrameType::kError: return "error";
+    case FrameType::kChallenge: return "challenge";
+    case FrameType::kRootProof: return "root proof";
   }
   return "unknown";
 }
@@ -70,6 +72,13 @@ std::string checkCommon(const FrameHeader& header) {
 
 bool isKnownError(psdp_status_t code) {
   return code < 0 && code >= PSDP_ERR_ABORTED;
+}
+
+Frame encodeNonceFrame(FrameType type, const Nonce& nonce) {
+  Writer w(kHeaderBytes + kNonceBytes);
+  w.putHeader(type, kNonceBytes);
+  w.putBytes(std::as_bytes(std::span(nonce)));
+  return w.take();
 }
 
 }  // namespace
@@ -110,16 +119,25 @@ std::string checkHeader(const FrameHeader& header, FrameType a, FrameType b, uin
   return {};
 }
 
-Frame encodeEmpty(FrameType type) {
-  Writer w(kHeaderBytes);
-  w.putHeader(type, 0);
-  return w.take();
+Frame encodeServerHello(const Nonce& root_nonce) {
+  return encodeNonceFrame(FrameType::kServerHello, root_nonce);
 }
 
-Frame encodeHello(const Hello& hello) {
-  Writer w(kHeaderBytes + kHelloFixedBytes + hello.payload.size());
-  w.putHeader(FrameType::kHello, kHelloFixedBytes + hello.payload.size());
-  w.putBytes(std::as_bytes(std::span(hello.secret)));
+Frame encodeChallenge(const Nonce& client_nonce) {
+  return encodeNonceFrame(FrameType::kChallenge, client_nonce);
+}
+
+Result<Nonce> decodeNonceBody(std::span<const std::byte> body) {
+  Nonce nonce{};
+  if (body.size() != nonce.size()) {
+    return Status::invalidArgument("nonce frame of {} bytes, expected {}", body.size(), nonce.size());
+  }
+  std::memcpy(nonce.data(), body.data(), nonce.size());
+  return nonce;
+}
+
+std::vector<std::byte> encodeHelloRest(const Hello& hello) {
+  Writer w(kHelloFixedBytes + hello.payload.size());
   w.put(hello.rank, 4);
   w.put(hello.nranks, 4);
   w.put(hello.wait_ms, 4);
@@ -128,11 +146,10 @@ Frame encodeHello(const Hello& hello) {
   return w.take();
 }
 
-Frame encodeTable(const Table& table) {
-  uint64_t body = 4;
-  for (const auto& payload : table) body += 4 + payload.size();
-  Writer w(kHeaderBytes + body);
-  w.putHeader(FrameType::kTable, body);
+std::vector<std::byte> encodeTableRest(const Table& table) {
+  uint64_t bytes = 4;
+  for (const auto& payload : table) bytes += 4 + payload.size();
+  Writer w(bytes);
   w.put(table.size(), 4);
   for (const auto& payload : table) {
     w.put(payload.size(), 4);
@@ -141,32 +158,60 @@ Frame encodeTable(const Table& table) {
   return w.take();
 }
 
-Frame encodeError(const Status& status) {
+std::vector<std::byte> encodeErrorRest(const Status& status) {
   std::string_view message = status.message();
   message = message.substr(0, kMaxErrorMessageBytes);
-  Writer w(kHeaderBytes + 8 + message.size());
-  w.putHeader(FrameType::kError, 8 + message.size());
+  Writer w(8 + message.size());
   w.put(static_cast<uint32_t>(static_cast<int32_t>(status.code())), 4);
   w.put(message.size(), 4);
   w.putBytes(std::as_bytes(std::span(message)));
   return w.take();
 }
 
-Result<Hello> decodeHelloBody(std::span<const std::byte> body) {
-  Reader r(body);
-  Hello hello;
-  bool ok = false;
-  auto secret = r.getBytes(hello.secret.size(), ok);
-  uint64_t rank = 0, nranks = 0, wait_ms = 0, payload_bytes = 0;
-  if (!ok || !r.get(rank, 4) || !r.get(nranks, 4) || !r.get(wait_ms, 4) || !r.get(payload_bytes, 4)) {
-    return Status::invalidArgument("hello of {} bytes is shorter than its fixed part", body.size());
+Result<Frame> encodeSealedHead(FrameType type, const JobSecret& secret, const SessionNonces& nonces,
+                               const Digest& rest_digest, uint64_t rest_bytes) {
+  PSDP_ASSIGN_OR_RETURN(Mac mac, frameMac(secret, kProtocolVersion, static_cast<uint16_t>(type), nonces, rest_digest));
+  Writer w(kHeaderBytes + kMacBytes);
+  w.putHeader(type, kMacBytes + rest_bytes);
+  w.putBytes(std::as_bytes(std::span(mac)));
+  return w.take();
+}
+
+Result<Frame> encodeSealed(FrameType type, const JobSecret& secret, const SessionNonces& nonces,
+                           std::span<const std::byte> rest) {
+  PSDP_ASSIGN_OR_RETURN(Frame frame, encodeSealedHead(type, secret, nonces, digestOf(rest), rest.size()));
+  frame.insert(frame.end(), rest.begin(), rest.end());
+  return frame;
+}
+
+Result<std::span<const std::byte>> openSealed(FrameType type, std::span<const std::byte> body, const JobSecret& secret,
+                                              const SessionNonces& nonces) {
+  if (body.size() < kMacBytes) {
+    return Status::invalidArgument("{} frame of {} bytes is shorter than its MAC",
+                                   frameName(static_cast<uint16_t>(type)), body.size());
   }
+  Mac mac{};
+  std::memcpy(mac.data(), body.data(), mac.size());
+  std::span<const std::byte> rest = body.subspan(kMacBytes);
+  if (!frameMacMatches(mac, secret, kProtocolVersion, static_cast<uint16_t>(type), nonces, digestOf(rest))) {
+    return Status::mismatch("the {} frame's MAC does not verify", frameName(static_cast<uint16_t>(type)));
+  }
+  return rest;
+}
+
+Result<Hello> decodeHelloRest(std::span<const std::byte> rest) {
+  Reader r(rest);
+  Hello hello;
+  uint64_t rank = 0, nranks = 0, wait_ms = 0, payload_bytes = 0;
+  if (!r.get(rank, 4) || !r.get(nranks, 4) || !r.get(wait_ms, 4) || !r.get(payload_bytes, 4)) {
+    return Status::invalidArgument("hello of {} bytes is shorter than its fixed part", rest.size());
+  }
+  bool ok = false;
   auto payload = r.getBytes(payload_bytes, ok);
   if (!ok || !r.atEnd()) {
     return Status::invalidArgument("hello payload length {} does not match its frame ({} bytes)", payload_bytes,
-                                   body.size());
+                                   rest.size());
   }
-  std::memcpy(hello.secret.data(), secret.data(), hello.secret.size());
   hello.rank = static_cast<uint32_t>(rank);
   hello.nranks = static_cast<uint32_t>(nranks);
   hello.wait_ms = static_cast<uint32_t>(wait_ms);
@@ -174,8 +219,8 @@ Result<Hello> decodeHelloBody(std::span<const std::byte> body) {
   return hello;
 }
 
-Result<Table> decodeTableBody(std::span<const std::byte> body, int nranks) {
-  Reader r(body);
+Result<Table> decodeTableRest(std::span<const std::byte> rest, int nranks) {
+  Reader r(rest);
   uint64_t count = 0;
   if (!r.get(count, 4) || count != static_cast<uint64_t>(nranks)) {
     return Status::invalidArgument("table holds {} ranks, expected {}", count, nranks);
@@ -210,8 +255,8 @@ std::string escapePeerText(std::string_view text) {
   return out;
 }
 
-Status decodeErrorBody(std::span<const std::byte> body) {
-  Reader r(body);
+Status decodeErrorRest(std::span<const std::byte> rest) {
+  Reader r(rest);
   uint64_t code = 0, length = 0;
   bool ok = r.get(code, 4) && r.get(length, 4);
   auto text = ok ? r.getBytes(length, ok) : std::span<const std::byte>();
@@ -223,14 +268,7 @@ Status decodeErrorBody(std::span<const std::byte> body) {
 }
 
 uint64_t maxTableBodyBytes(int nranks) {
-  return 4 + static_cast<uint64_t>(nranks) * (4 + kMaxPayloadBytes);
-}
-
-bool secretsEqual(const JobSecret& a, const JobSecret& b) {
-  // volatile keeps the compiler from turning the loop into an early-exit memcmp.
-  volatile uint8_t diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff = diff | (a[i] ^ b[i]);
-  return diff == 0;
+  return kMacBytes + 4 + static_cast<uint64_t>(nranks) * (4 + kMaxPayloadBytes);
 }
 
 std::string formatRanks(const std::vector<int>& sorted_ranks, size_t max_ranges) {

@@ -52,8 +52,22 @@ constexpr const char* kProtocolViolation = "protocol violation";
 constexpr const char* kEvicted = "evicted";
 constexpr const char* kStalled = "no hello in time";
 
-std::shared_ptr<const Frame> shareFrame(Frame frame) {
-  return std::make_shared<const Frame>(std::move(frame));
+// What a sealed frame says after its MAC, made once and sent to many ranks: each connection gets its own
+// header and MAC (bootstrap_auth.h) in front of the same bytes.
+struct SharedRest {
+  FrameType type = FrameType::kError;
+  std::shared_ptr<const Frame> bytes;
+  bootstrap::Digest digest{};
+};
+
+SharedRest shareRest(FrameType type, Frame rest) {
+  SharedRest out{type, nullptr, bootstrap::digestOf(rest)};
+  out.bytes = std::make_shared<const Frame>(std::move(rest));
+  return out;
+}
+
+SharedRest shareError(const Status& status) {
+  return shareRest(FrameType::kError, bootstrap::encodeErrorRest(status));
 }
 
 class RootServerImpl final : public RootServer {
@@ -65,8 +79,8 @@ class RootServerImpl final : public RootServer {
         timeout_s_(deadline.remainingSeconds()),
         listener_(std::move(listener)),
         wake_(std::move(wake)),
-        server_hello_(shareFrame(bootstrap::encodeEmpty(FrameType::kServerHello))),
-        accepted_(shareFrame(bootstrap::encodeEmpty(FrameType::kAccepted))) {}
+        root_proof_(shareRest(FrameType::kRootProof, {})),
+        accepted_(shareRest(FrameType::kAccepted, {})) {}
 
   ~RootServerImpl() override {
     uint64_t one = 1;
@@ -91,11 +105,13 @@ class RootServerImpl final : public RootServer {
   int pollTimeoutMs() const;
   void acceptAll();
   void onEvents(RootConnection& c, short revents);
-  void onHello(RootConnection& c, bootstrap::Hello hello);
+  void onChallenge(RootConnection& c, std::span<const std::byte> body);
+  void onHello(RootConnection& c, std::span<const std::byte> body);
+  bool sendSealed(RootConnection& c, const SharedRest& rest);
   void registerRank(RootConnection& c, bootstrap::Hello hello);
   void complete();
   void fail(const Status& status);
-  void tell(RootConnection& c, std::shared_ptr<const Frame> frame);
+  void tell(RootConnection& c, const SharedRest& rest);
   void tellFailure(RootConnection& c);
   void checkTimers();
   void stopAccepting();
@@ -113,12 +129,12 @@ class RootServerImpl final : public RootServer {
   const double timeout_s_;
   UniqueFd listener_;
   UniqueFd wake_;
-  const std::shared_ptr<const Frame> server_hello_;
-  const std::shared_ptr<const Frame> accepted_;
+  const SharedRest root_proof_;
+  const SharedRest accepted_;
 
   // Everything below belongs to the thread.
   std::vector<std::unique_ptr<RootConnection>> conns_;  // in accept order
-  size_t pending_ = 0;                                  // conns_ in kAwaitHello
+  size_t pending_ = 0;                                  // conns_ still saying hello (awaitingHello)
   Phase phase_ = Phase::kGathering;
   bool accepting_ = true;
   bool stopping_ = false;  // the owner asked the thread to end
@@ -129,8 +145,8 @@ class RootServerImpl final : public RootServer {
   int first_rank_ = -1;                         // who set nranks_, for mismatch messages
   std::vector<RootConnection*> ranks_;          // registered connection of each rank
   int registered_ = 0;
-  std::shared_ptr<const Frame> failure_;  // kFailed: the error every rank is told
-  std::vector<bool> told_;                // kFailed: ranks that have been sent failure_
+  SharedRest failure_;      // kFailed: the error every rank is told
+  std::vector<bool> told_;  // kFailed: ranks that have been sent failure_
   int told_count_ = 0;
   WarningLimiter drop_warnings_{kDropWarningsPerWindow, kDropWarningWindowS};
 
@@ -190,10 +206,10 @@ bool RootServerImpl::pollOnce() {
 bool RootServerImpl::onStopRequest() {
   stopping_ = true;
   if (phase_ == Phase::kGathering) {
-    auto frame = shareFrame(bootstrap::encodeError(
-        Status::aborted("the bootstrap root {} was shut down before every rank arrived", id_.address())));
+    SharedRest aborted =
+        shareError(Status::aborted("the bootstrap root {} was shut down before every rank arrived", id_.address()));
     for (RootConnection* c : ranks_) {
-      if (c != nullptr) tell(*c, frame);  // one non-blocking write: the 30-byte frame fits
+      if (c != nullptr) tell(*c, aborted);  // one non-blocking write: the small frame fits
     }
     return false;
   }
@@ -211,7 +227,7 @@ int RootServerImpl::pollTimeoutMs() const {
   Deadline next = accepting_ ? deadline_.min(late_grace_) : flush_deadline_;
   if (accepting_ && !accept_pause_.expired()) next = next.min(accept_pause_);
   for (const auto& c : conns_) {
-    if (c->state == State::kAwaitHello) next = next.min(c->hello_deadline);
+    if (c->awaitingHello()) next = next.min(c->hello_deadline);
     if (c->state == State::kRegistered) next = next.min(c->give_up);
   }
   return next.remainingMs(1000);
@@ -233,11 +249,17 @@ void RootServerImpl::acceptAll() {
     }
     if (!prepareFd(fd.get()).isOk()) continue;
     auto peer = peerAddress(fd.get());
+    Result<bootstrap::Nonce> nonce = bootstrap::freshNonce();
+    if (!nonce.isOk()) {
+      processLog().error("bootstrap root {}: {}", id_.address(), nonce.status().message());
+      continue;
+    }
     if (pending_ >= kMaxPendingConnections) evictOldestPending();
     auto conn = std::make_unique<RootConnection>(std::move(fd), peer.isOk() ? peer.value().toString() : "unknown peer",
                                                  Deadline::after(hello_timeout_s_));
-    conn->queue(server_hello_);
-    // A fresh socket's send buffer always takes the 16 bytes; failure means the peer already reset.
+    conn->nonces.root = nonce.value();
+    conn->queue(std::make_shared<const Frame>(bootstrap::encodeServerHello(nonce.value())));
+    // A fresh socket's send buffer always takes the 32 bytes; failure means the peer already reset.
     if (conn->flush()) {
       conns_.push_back(std::move(conn));
       ++pending_;
@@ -247,7 +269,7 @@ void RootServerImpl::acceptAll() {
 
 void RootServerImpl::evictOldestPending() {
   for (const auto& c : conns_) {
-    if (c->state == State::kAwaitHello) {
+    if (c->awaitingHello()) {
       drop(*c, fmt::format("evicted: more than {} connections have not sent a hello", kMaxPendingConnections),
            kEvicted);
       return;
@@ -262,26 +284,67 @@ void RootServerImpl::onEvents(RootConnection& c, short revents) {
     return;
   }
   if ((revents & (POLLIN | POLLHUP | POLLERR)) == 0 || c.state == State::kDead) return;
-  if (c.state != State::kAwaitHello && c.state != State::kRegistered) return;
+  if (!c.awaitingHello() && c.state != State::kRegistered) return;
   RootConnection::ReadOutcome outcome = c.read();
   if (outcome.kind == RootConnection::ReadOutcome::Kind::kDrop) {
     drop(c, outcome.why, outcome.hostile ? kProtocolViolation : nullptr);
-  } else if (outcome.kind == RootConnection::ReadOutcome::Kind::kHello) {
-    --pending_;
-    onHello(c, std::move(outcome.hello));
+  } else if (outcome.kind == RootConnection::ReadOutcome::Kind::kFrame) {
+    if (c.state == State::kAwaitChallenge) {
+      onChallenge(c, outcome.body);
+    } else {
+      onHello(c, outcome.body);
+    }
   }
 }
 
-void RootServerImpl::onHello(RootConnection& c, bootstrap::Hello hello) {
-  c.state = State::kClosing;  // unless registered below
-  if (!bootstrap::secretsEqual(hello.secret, id_.secret)) {
-    drop(c, "wrong job secret", kWrongSecret);
+// Sends the header and MAC of `rest` on this connection, then the shared bytes. False when it could not be
+// sealed or the peer is gone: the caller drops the connection.
+bool RootServerImpl::sendSealed(RootConnection& c, const SharedRest& rest) {
+  Result<Frame> head = bootstrap::encodeSealedHead(rest.type, id_.secret, c.nonces, rest.digest, rest.bytes->size());
+  if (!head.isOk()) {
+    processLog().error("bootstrap root {}: {}", id_.address(), head.status().message());
+    return false;
+  }
+  c.queue(std::make_shared<const Frame>(std::move(head).value()));
+  if (!rest.bytes->empty()) c.queue(rest.bytes);
+  return c.flush();
+}
+
+// The client's nonce: the root proves it holds the secret, bound to both nonces, before the client says
+// anything that depends on the secret.
+void RootServerImpl::onChallenge(RootConnection& c, std::span<const std::byte> body) {
+  Result<bootstrap::Nonce> nonce = bootstrap::decodeNonceBody(body);
+  if (!nonce.isOk()) {
+    drop(c, nonce.status().message(), kProtocolViolation);
     return;
   }
+  c.nonces.client = nonce.value();
+  c.state = State::kAwaitHello;
+  if (!sendSealed(c, root_proof_)) drop(c, "connection failed while writing", nullptr);
+}
+
+void RootServerImpl::onHello(RootConnection& c, std::span<const std::byte> body) {
+  Result<std::span<const std::byte>> rest = bootstrap::openSealed(FrameType::kHello, body, id_.secret, c.nonces);
+  if (!rest.isOk()) {
+    // A MAC that does not verify comes from a peer without the secret: it ignored our (unverifiable) proof.
+    if (rest.status().code() == PSDP_ERR_MISMATCH) {
+      drop(c, "wrong job secret (its hello's MAC does not verify)", kWrongSecret);
+    } else {
+      drop(c, rest.status().message(), kProtocolViolation);
+    }
+    return;
+  }
+  Result<bootstrap::Hello> decoded = bootstrap::decodeHelloRest(rest.value());
+  if (!decoded.isOk()) {
+    drop(c, decoded.status().message(), kProtocolViolation);
+    return;
+  }
+  bootstrap::Hello hello = std::move(decoded).value();
+  --pending_;
+  c.state = State::kClosing;  // unless registered below
   if (hello.nranks < 1 || hello.nranks > static_cast<uint32_t>(bootstrap::kMaxRanks) || hello.rank >= hello.nranks) {
-    tell(c, shareFrame(
-                bootstrap::encodeError(Status::invalidArgument("rank {} and nranks {} are not 0 <= rank < nranks <= {}",
-                                                               hello.rank, hello.nranks, bootstrap::kMaxRanks))));
+    tell(c, shareError(Status::invalidArgument("rank {} and nranks {} are not 0 <= rank < nranks <= {}", hello.rank,
+                                               hello.nranks, bootstrap::kMaxRanks)));
     return;
   }
   int rank = static_cast<int>(hello.rank);
@@ -319,9 +382,8 @@ void RootServerImpl::registerRank(RootConnection& c, bootstrap::Hello hello) {
   }
   ranks_[static_cast<size_t>(c.rank)] = &c;
   ++registered_;
-  c.queue(accepted_);
   processLog().debug("bootstrap root {}: rank {} of {} arrived from {}", id_.address(), c.rank, nranks_, c.peer());
-  if (!c.flush()) {
+  if (!sendSealed(c, accepted_)) {
     drop(c, "connection failed while writing", nullptr);
     return;
   }
@@ -331,9 +393,9 @@ void RootServerImpl::registerRank(RootConnection& c, bootstrap::Hello hello) {
 void RootServerImpl::complete() {
   bootstrap::Table table(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) table[static_cast<size_t>(r)] = std::move(ranks_[static_cast<size_t>(r)]->payload);
-  auto frame = shareFrame(bootstrap::encodeTable(table));
+  SharedRest rest = shareRest(FrameType::kTable, bootstrap::encodeTableRest(table));
   phase_ = Phase::kComplete;
-  for (RootConnection* c : ranks_) tell(*c, frame);
+  for (RootConnection* c : ranks_) tell(*c, rest);
   ranks_.assign(ranks_.size(), nullptr);
   registered_ = 0;
   processLog().debug("bootstrap root {}: all {} ranks arrived, table sent", id_.address(), nranks_);
@@ -344,7 +406,7 @@ void RootServerImpl::complete() {
 void RootServerImpl::fail(const Status& status) {
   processLog().warn("bootstrap root {}: rendezvous failed: {}", id_.address(), status.message());
   phase_ = Phase::kFailed;
-  failure_ = shareFrame(bootstrap::encodeError(status));
+  failure_ = shareError(status);
   told_.assign(static_cast<size_t>(nranks_), false);
   for (RootConnection*& c : ranks_) {
     if (c != nullptr) tellFailure(*std::exchange(c, nullptr));
@@ -352,11 +414,10 @@ void RootServerImpl::fail(const Status& status) {
   registered_ = 0;
 }
 
-void RootServerImpl::tell(RootConnection& c, std::shared_ptr<const Frame> frame) {
+void RootServerImpl::tell(RootConnection& c, const SharedRest& rest) {
   c.state = State::kClosing;
-  c.queue(std::move(frame));
   // A rank that is gone cannot be told anything; there is nobody else to report it to.
-  if (!c.flush()) c.kill();
+  if (!sendSealed(c, rest)) c.kill();
 }
 
 // Sends the failure; once every rank of [0, nranks) has it, late ranks are the only thing left to wait
@@ -371,7 +432,7 @@ void RootServerImpl::tellFailure(RootConnection& c) {
 
 void RootServerImpl::checkTimers() {
   for (const auto& c : conns_) {
-    if (c->state == State::kAwaitHello && c->hello_deadline.expired()) {
+    if (c->awaitingHello() && c->hello_deadline.expired()) {
       drop(*c, fmt::format("no complete hello within {:g} s", hello_timeout_s_), kStalled);
     } else if (c->state == State::kRegistered && c->give_up.expired()) {
       // This rank stops waiting, so the rendezvous cannot complete: every rank learns now which are missing.
@@ -407,7 +468,7 @@ void RootServerImpl::stopAccepting() {
   accepting_ = false;
   listener_.reset();
   for (const auto& c : conns_) {
-    if (c->state == State::kAwaitHello) drop(*c, "the rendezvous is over", nullptr);
+    if (c->awaitingHello()) drop(*c, "the rendezvous is over", nullptr);
   }
   flush_deadline_ = Deadline::after(std::max(deadline_.remainingSeconds(), kFlushGraceS));
 }
@@ -422,7 +483,7 @@ void RootServerImpl::drop(RootConnection& c, const std::string& why, const char*
   // A rank that registered and went away has failed (its process died, or it gave up): nobody can complete
   // the rendezvous without it, so every rank learns it now, not at its timeout.
   const bool rank_left = c.state == State::kRegistered && phase_ == Phase::kGathering;
-  if (c.state == State::kAwaitHello) --pending_;
+  if (c.awaitingHello()) --pending_;
   unregister(c);
   c.kill();
   // `why` and the peer address never contain the secret or any byte the peer sent: RootConnection

@@ -80,6 +80,7 @@ Result<RankPayload> unpackRankPayload(std::span<const std::byte> payload, int ra
     return Status::invalidArgument(
         "rank {} could not describe where it runs (PSDP_TOPO_FILE or PSDP_GPU_BUS_ID; its own error says which)", rank);
   }
+  if (length == 0) return Status::remote("rank {} sent an empty transport address", rank);
   if (payload.size() - sizeof(length) < size_t{length} + kAgreedSettingsBytes) {
     return Status::remote("rank {} sent a rendezvous payload shorter than its address ({} bytes) and settings", rank,
                           length);

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 namespace psdp::core {
@@ -22,7 +23,7 @@ RootConnection::ReadOutcome RootConnection::drop(std::string why, bool hostile) 
 }
 
 RootConnection::ReadOutcome RootConnection::read() {
-  if (state == State::kAwaitHello) return readHelloBytes();
+  if (awaitingHello()) return readFrameBytes();
   if (state != State::kRegistered) return {};
   std::byte byte{};
   ssize_t n = ::recv(fd_.get(), &byte, 1, 0);
@@ -33,13 +34,17 @@ RootConnection::ReadOutcome RootConnection::read() {
 }
 
 // Reads exactly up to the end of the current part (header, then body), never beyond: a client sends
-// nothing after its hello, and whatever it does send must not be mistaken for part of it.
-RootConnection::ReadOutcome RootConnection::readHelloBytes() {
+// nothing after its hello, nor before the root answered its challenge, and whatever it does send must
+// not be mistaken for part of a frame.
+RootConnection::ReadOutcome RootConnection::readFrameBytes() {
+  const char* what = state == State::kAwaitChallenge ? "challenge" : "hello";
   for (;;) {
     if (in_.size() < need_) in_.resize(need_);
     ssize_t n = ::recv(fd_.get(), in_.data() + have_, need_ - have_, 0);
     if (n == 0) {
-      return drop(have_ == 0 ? "closed without a hello" : fmt::format("closed after {} bytes of a hello", have_),
+      // Closing after the root's proof is what a rank of another job does on finding the wrong root.
+      return drop(have_ == 0 ? fmt::format("closed without a {}", what)
+                             : fmt::format("closed after {} bytes of a {}", have_, what),
                   have_ != 0);
     }
     if (n < 0) {
@@ -54,13 +59,14 @@ RootConnection::ReadOutcome RootConnection::readHelloBytes() {
       if (header.kind == ReadOutcome::Kind::kDrop) return header;
       if (have_ < need_) continue;
     }
-    auto body = std::span<const std::byte>(in_).subspan(bootstrap::kHeaderBytes, need_ - bootstrap::kHeaderBytes);
-    auto hello = bootstrap::decodeHelloBody(body);
-    if (!hello.isOk()) return drop(hello.status().message(), true);
     ReadOutcome out;
-    out.kind = ReadOutcome::Kind::kHello;
-    out.hello = std::move(hello).value();
+    out.kind = ReadOutcome::Kind::kFrame;
+    out.body.assign(in_.begin() + static_cast<ptrdiff_t>(bootstrap::kHeaderBytes),
+                    in_.begin() + static_cast<ptrdiff_t>(need_));
     std::vector<std::byte>().swap(in_);
+    have_ = 0;
+    need_ = bootstrap::kHeaderBytes;
+    header_done_ = false;
     return out;
   }
 }
@@ -68,7 +74,9 @@ RootConnection::ReadOutcome RootConnection::readHelloBytes() {
 RootConnection::ReadOutcome RootConnection::onHeader() {
   auto header =
       bootstrap::decodeHeader(std::span<const std::byte, bootstrap::kHeaderBytes>(in_.data(), bootstrap::kHeaderBytes));
-  std::string bad = bootstrap::checkHeader(header, FrameType::kHello, bootstrap::kMaxHelloBodyBytes);
+  std::string bad = state == State::kAwaitChallenge
+                        ? bootstrap::checkHeader(header, FrameType::kChallenge, bootstrap::kNonceBytes)
+                        : bootstrap::checkHeader(header, FrameType::kHello, bootstrap::kMaxHelloBodyBytes);
   if (!bad.empty()) return drop(std::move(bad), true);
   header_done_ = true;
   need_ = bootstrap::kHeaderBytes + header.body_bytes;
@@ -101,7 +109,7 @@ void RootConnection::kill() {
 
 short RootConnection::pollEvents() const {
   short events = 0;
-  if (state == State::kAwaitHello || state == State::kRegistered) events |= POLLIN;
+  if (awaitingHello() || state == State::kRegistered) events |= POLLIN;
   if (!out_.empty()) events |= POLLOUT;
   return events;
 }

@@ -1,5 +1,6 @@
-// One accepted connection of the bootstrap root: non-blocking reads of the client's hello frame, and a
-// queue of frames to write. The root's poll loop owns every RootConnection; nothing here blocks.
+// One accepted connection of the bootstrap root: non-blocking reads of the client's challenge and hello
+// frames, and a queue of frames to write. The root's poll loop owns every RootConnection; nothing here
+// blocks, and nothing here knows the secret: the root checks what the frames say.
 #pragma once
 
 #include <cstddef>
@@ -18,25 +19,29 @@ namespace psdp::core {
 class RootConnection {
  public:
   enum class State {
-    kAwaitHello,  // reading the hello; dropped at hello_deadline
-    kRegistered,  // a rank waiting for the table; any input from it is a protocol violation
-    kClosing,     // writing its last frames, then closed
-    kDead,        // closed; the root erases it
+    kAwaitChallenge,  // reading the client's nonce; dropped at hello_deadline
+    kAwaitHello,      // the root proved itself; reading the hello; dropped at hello_deadline
+    kRegistered,      // a rank waiting for the table; any input from it is a protocol violation
+    kClosing,         // writing its last frames, then closed
+    kDead,            // closed; the root erases it
   };
 
   // What reading produced.
   struct ReadOutcome {
-    enum class Kind { kWaiting, kHello, kDrop } kind = Kind::kWaiting;
-    bootstrap::Hello hello;  // kHello
-    std::string why;         // kDrop: for the log; never holds bytes the peer sent
-    bool hostile = false;    // kDrop: the peer broke the protocol (logged at warn), rather than just left
+    enum class Kind { kWaiting, kFrame, kDrop } kind = Kind::kWaiting;
+    std::vector<std::byte> body;  // kFrame: the body of the frame the state expects (its header was checked)
+    std::string why;              // kDrop: for the log; never holds bytes the peer sent
+    bool hostile = false;         // kDrop: the peer broke the protocol (logged at warn), rather than just left
   };
 
   RootConnection(UniqueFd fd, std::string peer, Deadline hello_deadline);
 
-  // kAwaitHello: reads what is available; a complete, well-framed hello comes back as kHello (the caller
-  // checks its contents). kRegistered: any byte or EOF means kDrop.
+  // kAwaitChallenge, kAwaitHello: reads what is available; a complete, well-framed frame of the type the
+  // state expects comes back as kFrame (the caller checks its contents and moves the state on).
+  // kRegistered: any byte or EOF means kDrop.
   ReadOutcome read();
+  // Whether the connection is still saying hello (challenge or hello not yet read).
+  bool awaitingHello() const { return state == State::kAwaitChallenge || state == State::kAwaitHello; }
   // Writes queued frames until the socket would block. Returns false when the peer is gone (the caller
   // drops the connection). A kClosing connection whose queue empties is closed and becomes kDead.
   bool flush();
@@ -50,20 +55,21 @@ class RootConnection {
 
   int fd() const { return fd_.get(); }
   const std::string& peer() const { return peer_; }
-  State state = State::kAwaitHello;
+  State state = State::kAwaitChallenge;
   Deadline hello_deadline;
+  bootstrap::SessionNonces nonces;       // the root's from the start, the client's from its challenge
   Deadline give_up = Deadline::never();  // kRegistered: when the client stops waiting for the table
   int rank = -1;                         // kRegistered, and kClosing after it
   std::vector<std::byte> payload;        // kRegistered
 
  private:
-  ReadOutcome readHelloBytes();
+  ReadOutcome readFrameBytes();
   ReadOutcome onHeader();
   ReadOutcome drop(std::string why, bool hostile);
 
   UniqueFd fd_;
   std::string peer_;
-  std::vector<std::byte> in_;  // the hello so far
+  std::vector<std::byte> in_;  // the frame so far
   size_t have_ = 0;
   size_t need_ = bootstrap::kHeaderBytes;
   bool header_done_ = false;

@@ -40,7 +40,7 @@ int rootPort() {
 }
 
 // Whether this process has a TCP connection to the root's port whose sent bytes are all acknowledged
-// (the hello, the only thing a rank sends, is then in the root's socket).
+// (the hello, the last thing a rank sends, is then in the root's socket).
 bool helloDelivered(int port) {
   DIR* dir = opendir("/proc/self/fd");
   if (dir == nullptr) return false;
@@ -57,8 +57,9 @@ bool helloDelivered(int port) {
     tcp_info info{};
     socklen_t info_len = sizeof(info);
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &info_len) != 0) continue;
-    // The server hello (16 bytes) comes first; a hello is longer than that.
-    if (info.tcpi_bytes_acked > 16 && info.tcpi_unacked == 0 && info.tcpi_notsent_bytes == 0) delivered = true;
+    // Acknowledged so far: the SYN (counted as one byte) and the challenge (32 bytes) a rank sends first;
+    // anything beyond is its hello, sent once the root proved itself.
+    if (info.tcpi_bytes_acked > 1 + 32 && info.tcpi_unacked == 0 && info.tcpi_notsent_bytes == 0) delivered = true;
   }
   closedir(dir);
   return delivered;

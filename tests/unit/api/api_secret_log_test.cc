@@ -97,7 +97,9 @@ TEST(SecretLogTest, DebugLogsOfAnInitHoldNoSecret) {
   // The capture itself: debug lines of the root and of the ranks, from this run.
   ASSERT_NE(logs.find("bootstrap root listening on " + real.address), std::string::npos) << logs;
   ASSERT_NE(logs.find("rendezvous at " + real.address), std::string::npos) << logs;
-  EXPECT_NE(logs.find("wrong job secret"), std::string::npos) << "the intruder is logged, its secret not\n" << logs;
+  EXPECT_NE(logs.find("could not prove it holds our job secret"), std::string::npos)
+      << "the intruder's failure is logged, no secret\n"
+      << logs;
   for (const IdText* secret : {&real, &intruder}) {
     for (const std::string& form : secretForms(secret->secret_hex)) {
       EXPECT_EQ(logs.find(form), std::string::npos) << "a log holds part of a secret: '" << form << "'\n" << logs;

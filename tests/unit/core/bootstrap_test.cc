@@ -10,6 +10,8 @@
 
 #include <spdlog/sinks/ringbuffer_sink.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <latch>
 #include <thread>
@@ -63,15 +65,37 @@ void expectError(const Result<Table>& result, psdp_status_t code, std::initializ
   }
 }
 
-bootstrap::Frame helloFrame(const JobSecret& secret, int rank, int nranks) {
-  bootstrap::Hello hello;
-  hello.secret = secret;
-  hello.rank = static_cast<uint32_t>(rank);
-  hello.nranks = static_cast<uint32_t>(nranks);
-  hello.wait_ms = UINT32_MAX;
-  hello.payload = payloadFor(rank);
-  return bootstrap::encodeHello(hello);
+// A raw client registered as `rank` of `nranks` (its "accepted" read).
+RawClient registeredClient(uint16_t port, const JobSecret& secret, int rank, int nranks) {
+  auto c = RawClient::connect(port);
+  EXPECT_TRUE(c.isOk()) << c.status().toString();
+  if (!c.isOk()) return RawClient();
+  EXPECT_TRUE(c.value().handshake(secret).isOk());
+  EXPECT_TRUE(c.value().sendHello(secret, rank, nranks, payloadFor(rank)).isOk());
+  auto accepted = c.value().readFrameType();
+  EXPECT_TRUE(accepted.isOk()) << accepted.status().toString();
+  if (accepted.isOk()) {
+    EXPECT_EQ(accepted.value(), static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
+  }
+  return std::move(c).value();
 }
+
+// Collects what loggers write, at warn and above, while it lives.
+class WarningCapture {
+ public:
+  WarningCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+    sink_->set_level(spdlog::level::warn);
+  }
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink() const { return sink_; }
+  size_t count(std::string_view needle) const {
+    size_t n = 0;
+    for (const std::string& line : sink_->last_formatted()) n += line.find(needle) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+};
 
 class RendezvousSizeTest : public ::testing::TestWithParam<int> {};
 
@@ -132,24 +156,25 @@ TEST(BootstrapTest, DuplicateRankFailsEveryRank) {
   EXPECT_LT(secondsSince(start), 3.0);
 }
 
-// A client with the wrong secret, claiming a real rank while the real ranks are mid-rendezvous, is dropped
-// without taking that rank. Rank 0 registers by hand first, so the order is fixed by the protocol.
+// A client with the wrong secret, claiming a real rank while the real ranks are mid-rendezvous, takes no
+// rank: a psdp rank stops at the root's proof, and a hostile client that ignores the proof and seals a
+// hello anyway is dropped and logged at warning level. Rank 0 registers by hand first, so the order is
+// fixed by the protocol.
 TEST(BootstrapTest, WrongSecretIsDroppedAndRealRanksSucceed) {
   auto root = startRoot(secretOf(6));
   ASSERT_NE(root, nullptr);
-  auto rank0 = RawClient::connect(root->id().port);
-  ASSERT_TRUE(rank0.isOk());
-  ASSERT_TRUE(rank0.value().readServerHello().isOk());
-  ASSERT_TRUE(rank0.value().send(helloFrame(secretOf(6), 0, 2)).isOk());
-  auto accepted = rank0.value().readFrameType();
-  ASSERT_TRUE(accepted.isOk());
-  ASSERT_EQ(accepted.value(), static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
+  RawClient rank0 = registeredClient(root->id().port, secretOf(6), 0, 2);
 
   auto intruder = runRanks("127.0.0.1", root->id().port, {{1, 2, secretOf(7), 0}}, loopbackConfig(), 10);
-  expectError(intruder[0], PSDP_ERR_MISMATCH, {"rejected our hello", "secret"});
+  expectError(intruder[0], PSDP_ERR_MISMATCH, {"could not prove it holds our job secret", "told nothing"});
+  auto forger = RawClient::connect(root->id().port);
+  ASSERT_TRUE(forger.isOk());
+  EXPECT_EQ(forger.value().handshake(secretOf(7)).code(), PSDP_ERR_MISMATCH);
+  ASSERT_TRUE(forger.value().sendHello(secretOf(7), 1, 2, payloadFor(1)).isOk());
+  EXPECT_TRUE(forger.value().closedWithin(3));
   auto rank1 = runRanks("127.0.0.1", root->id().port, {{1, 2, secretOf(6), 0}}, loopbackConfig(), 10);
   expectFullTable(rank1[0], 2, 1);
-  auto table = rank0.value().readFrameType();
+  auto table = rank0.readFrameType();
   ASSERT_TRUE(table.isOk()) << table.status().toString();
   EXPECT_EQ(table.value(), static_cast<uint16_t>(bootstrap::FrameType::kTable));
 }
@@ -160,24 +185,23 @@ TEST(BootstrapTest, HostileClientsDoNotDisturbARealRendezvous) {
   auto root = startRoot(secretOf(8));
   ASSERT_NE(root, nullptr);
   uint16_t port = root->id().port;
-  bootstrap::Frame good = helloFrame(secretOf(8), 0, 4);
+  bootstrap::Frame good = bootstrap::encodeChallenge(bootstrap::Nonce{});
   auto mutate = [&](size_t at, std::byte value) {
     bootstrap::Frame f = good;
     f[at] = value;
     return f;
   };
-  bootstrap::Frame oversized = bootstrap::encodeEmpty(bootstrap::FrameType::kHello);
+  bootstrap::Frame oversized = good;
   oversized[8] = std::byte{0x01};  // body of 2^56 bytes
-  bootstrap::Frame inconsistent = good;
-  inconsistent[bootstrap::kHeaderBytes + 31] = std::byte{0x7f};  // payload length disagrees with the frame
+  // In place of the challenge.
   std::vector<bootstrap::Frame> dropped_at_once = {
       bootstrap::Frame(64, std::byte{0x5a}),  // garbage
       mutate(0, std::byte{0x00}),             // wrong magic
       mutate(5, std::byte{0x09}),             // wrong version
-      mutate(7, std::byte{0x04}),             // a table where a hello belongs
+      mutate(7, std::byte{0x04}),             // a table where a challenge belongs
+      mutate(7, std::byte{0x02}),             // a hello before the challenge
       oversized,
-      inconsistent,
-      bootstrap::Frame(good.begin(), good.begin() + 20),  // truncated hello, then close (below)
+      bootstrap::Frame(good.begin(), good.begin() + 20),  // truncated challenge, then close (below)
   };
   std::vector<RawClient> hostile;
   for (const auto& frame : dropped_at_once) {
@@ -185,6 +209,29 @@ TEST(BootstrapTest, HostileClientsDoNotDisturbARealRendezvous) {
     ASSERT_TRUE(c.isOk()) << c.status().toString();
     ASSERT_TRUE(c.value().send(frame).isOk());
     hostile.push_back(std::move(c).value());
+  }
+  // In place of the hello, after an honest handshake: lengths that disagree (sealed with the secret), a
+  // hello over the size limit, and one whose MAC is cut short.
+  bootstrap::Hello hello;
+  hello.rank = 0;
+  hello.nranks = 4;
+  std::vector<std::byte> inconsistent = bootstrap::encodeHelloRest(hello);
+  inconsistent[15] = std::byte{0x7f};  // payload length disagrees with the frame
+  for (int kind = 0; kind < 3; ++kind) {
+    auto c = RawClient::connect(port);
+    ASSERT_TRUE(c.isOk());
+    ASSERT_TRUE(c.value().handshake(secretOf(8)).isOk());
+    auto sealed = bootstrap::encodeSealed(bootstrap::FrameType::kHello, secretOf(8), c.value().nonces(), inconsistent);
+    ASSERT_TRUE(sealed.isOk());
+    bootstrap::Frame frame = sealed.value();
+    if (kind == 1) frame[8] = std::byte{0x01};  // body of 2^56 bytes
+    if (kind == 2) {                            // a body of 8 bytes, shorter than a MAC
+      frame.resize(bootstrap::kHeaderBytes + 8);
+      std::fill(frame.begin() + 8, frame.begin() + 15, std::byte{0});
+      frame[15] = std::byte{8};
+    }
+    ASSERT_TRUE(c.value().send(frame).isOk());
+    hostile.insert(hostile.end() - 1, std::move(c).value());
   }
   auto loris = RawClient::connect(port);    // sends nothing
   auto trickle = RawClient::connect(port);  // half a header, then nothing
@@ -218,8 +265,11 @@ TEST(BootstrapTest, DropWarningsAreLimitedPerKindAndSummarised) {
       ASSERT_TRUE(c.value().send(bootstrap::Frame(64, std::byte{0x5a})).isOk());
       EXPECT_TRUE(c.value().closedWithin(3)) << "garbage client " << i;
     }
-    auto intruder = runRanks("127.0.0.1", root->id().port, {{0, 1, secretOf(12), 0}}, loopbackConfig(), 10);
-    expectError(intruder[0], PSDP_ERR_MISMATCH, {"rejected our hello"});
+    auto intruder = RawClient::connect(root->id().port);
+    ASSERT_TRUE(intruder.isOk());
+    EXPECT_EQ(intruder.value().handshake(secretOf(12)).code(), PSDP_ERR_MISMATCH);
+    ASSERT_TRUE(intruder.value().sendHello(secretOf(12), 0, 1, {}).isOk());
+    EXPECT_TRUE(intruder.value().closedWithin(3));
   }
   processLog().set_level(level);
   std::erase(processLog().sinks(), sink);
@@ -285,20 +335,14 @@ TEST(BootstrapTest, NoRootTimesOutNamingTheAddress) {
 TEST(BootstrapTest, DestroyingAWaitingRootJoinsPromptly) {
   auto root = startRoot(secretOf(13), 60);
   ASSERT_NE(root, nullptr);
-  auto client = RawClient::connect(root->id().port);
-  ASSERT_TRUE(client.isOk());
-  ASSERT_TRUE(client.value().readServerHello().isOk());
-  ASSERT_TRUE(client.value().send(helloFrame(secretOf(13), 0, 2)).isOk());
-  auto accepted = client.value().readFrameType();
-  ASSERT_TRUE(accepted.isOk());
-  EXPECT_EQ(accepted.value(), static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
+  RawClient client = registeredClient(root->id().port, secretOf(13), 0, 2);
   auto start = Clock::now();
   root.reset();
   EXPECT_LT(secondsSince(start), 1.0);
-  auto aborted = client.value().readFrameType();  // told, rather than left to find a closed socket
+  auto aborted = client.readFrameType();  // told, rather than left to find a closed socket
   ASSERT_TRUE(aborted.isOk()) << aborted.status().toString();
   EXPECT_EQ(aborted.value(), static_cast<uint16_t>(bootstrap::FrameType::kError));
-  EXPECT_TRUE(client.value().closedWithin(2));
+  EXPECT_TRUE(client.closedWithin(2));
 }
 
 // The owner (rank 0's communicator) destroys the root as soon as its own table arrives. Tables far larger
@@ -310,16 +354,13 @@ TEST(BootstrapTest, DestroyingTheRootAfterTheRendezvousStillDeliversEveryTable) 
   ASSERT_NE(root, nullptr);
   std::vector<RawClient> others;
   for (int r = 1; r < kRanks; ++r) {
-    bootstrap::Hello hello;
-    hello.secret = secretOf(17);
-    hello.rank = static_cast<uint32_t>(r);
-    hello.nranks = kRanks;
-    hello.wait_ms = UINT32_MAX;
-    hello.payload.assign(bootstrap::kMaxPayloadBytes, static_cast<std::byte>(r));
     auto c = RawClient::connect(root->id().port, 4096);
     ASSERT_TRUE(c.isOk()) << c.status().toString();
-    ASSERT_TRUE(c.value().readServerHello().isOk());
-    ASSERT_TRUE(c.value().send(bootstrap::encodeHello(hello)).isOk());
+    ASSERT_TRUE(c.value().handshake(secretOf(17)).isOk());
+    ASSERT_TRUE(c.value()
+                    .sendHello(secretOf(17), r, kRanks,
+                               std::vector<std::byte>(bootstrap::kMaxPayloadBytes, static_cast<std::byte>(r)))
+                    .isOk());
     auto accepted = c.value().readFrameType();
     ASSERT_TRUE(accepted.isOk() && accepted.value() == static_cast<uint16_t>(bootstrap::FrameType::kAccepted));
     others.push_back(std::move(c).value());
@@ -352,25 +393,94 @@ TEST(BootstrapTest, DestroyingTheRootAfterTheRendezvousStillDeliversEveryTable) 
 TEST(BootstrapTest, ARankThatLeavesFailsEveryRankAtOnceNamingIt) {
   auto root = startRoot(secretOf(14), 30);
   ASSERT_NE(root, nullptr);
-  auto waiting = RawClient::connect(root->id().port);
-  ASSERT_TRUE(waiting.isOk());
-  ASSERT_TRUE(waiting.value().readServerHello().isOk());
-  ASSERT_TRUE(waiting.value().send(helloFrame(secretOf(14), 0, 3)).isOk());
-  ASSERT_TRUE(waiting.value().readFrameType().isOk());  // accepted
-  {
-    auto leaver = RawClient::connect(root->id().port);
-    ASSERT_TRUE(leaver.isOk());
-    ASSERT_TRUE(leaver.value().readServerHello().isOk());
-    ASSERT_TRUE(leaver.value().send(helloFrame(secretOf(14), 1, 3)).isOk());
-    ASSERT_TRUE(leaver.value().readFrameType().isOk());  // accepted, then its process "dies"
-  }
+  RawClient waiting = registeredClient(root->id().port, secretOf(14), 0, 3);
+  { RawClient leaver = registeredClient(root->id().port, secretOf(14), 1, 3); }  // accepted, then its process "dies"
   auto start = Clock::now();
-  auto told = waiting.value().readFrameType();
+  auto told = waiting.readFrameType();
   ASSERT_TRUE(told.isOk()) << told.status().toString();
   EXPECT_EQ(told.value(), static_cast<uint16_t>(bootstrap::FrameType::kError));
   auto late = runRanks("127.0.0.1", root->id().port, {{2, 3, secretOf(14), 0}}, loopbackConfig(), 30);
   expectError(late[0], PSDP_ERR_REMOTE, {"rank 1", "left the bootstrap root", "died or gave up"});
   EXPECT_LT(secondsSince(start), 2.0);
+}
+
+// A listener squatting on the lowest port of the scanned range speaks the protocol but cannot prove the
+// secret: each rank sends it only a challenge (a random nonce: nothing derived from the secret, so nothing
+// to guess the secret from offline), warns once naming it, and forms the job with the real root above it.
+TEST(BootstrapTest, ASquatterInTheScannedRangeLearnsNothingAndIsNamed) {
+  auto listener = listenOn(SockAddr::numeric("127.0.0.1", 0).value());
+  ASSERT_TRUE(listener.isOk());
+  const uint16_t squat_port = localAddress(listener.value().get()).value().port();
+  std::atomic<bool> stop{false};
+  std::vector<std::vector<std::byte>> heard;  // everything each connection sent, until it closed
+  std::thread squatter([&] {
+    while (!stop.load()) {
+      pollfd pfd{listener.value().get(), POLLIN, 0};
+      if (::poll(&pfd, 1, 50) != 1) continue;
+      Socket socket{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
+      const Deadline deadline = Deadline::after(5);
+      // Its best effort: a well-formed proof under a secret it made up.
+      auto nonces = testing::serveHandshake(socket, secretOf(99), deadline);
+      std::vector<std::byte> got;
+      if (nonces.isOk()) {
+        got.assign(bootstrap::kHeaderBytes + bootstrap::kNonceBytes, std::byte{0});  // the challenge it read
+        std::array<std::byte, 1> byte{};
+        while (socket.recvAll(byte, deadline).isOk()) got.push_back(byte[0]);
+      }
+      heard.push_back(std::move(got));
+    }
+  });
+  Config config = loopbackConfig();
+  config.port_range = PortRange{squat_port + 1, squat_port + 16};
+  auto root = startRoot(secretOf(21), 10, config);
+  ASSERT_NE(root, nullptr);
+  config.port_range.lo = squat_port;
+  WarningCapture warnings;
+  auto results = runRanks("127.0.0.1", 0, jobOf(3, secretOf(21)), config, 10, warnings.sink());
+  stop = true;
+  squatter.join();
+  for (size_t i = 0; i < results.size(); ++i) expectFullTable(results[i], 3, i);
+  ASSERT_EQ(heard.size(), 3u) << "one visit per rank";
+  for (const auto& bytes : heard) {
+    EXPECT_EQ(bytes.size(), bootstrap::kHeaderBytes + bootstrap::kNonceBytes) << "only the challenge";
+  }
+  EXPECT_EQ(warnings.count(fmt::format("127.0.0.1:{} could not prove it holds our job secret", squat_port)), 3u);
+}
+
+// A relay between a rank and the real root passes the handshake through (it cannot forge it) and then
+// alters the table: the rank rejects it, naming the root it got it from, and the other rank is unharmed.
+TEST(BootstrapTest, AnAlteredTableIsRejectedNamingItsSender) {
+  auto root = startRoot(secretOf(22));
+  ASSERT_NE(root, nullptr);
+  auto listener = listenOn(SockAddr::numeric("127.0.0.1", 0).value());
+  ASSERT_TRUE(listener.isOk());
+  const uint16_t relay_port = localAddress(listener.value().get()).value().port();
+  std::thread relay([&] {
+    pollfd pfd{listener.value().get(), POLLIN, 0};
+    if (::poll(&pfd, 1, 10000) != 1) return;
+    Socket rank{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
+    const Deadline deadline = Deadline::after(10);
+    auto upstream = Socket::connect(SockAddr::numeric("127.0.0.1", root->id().port).value(), deadline);
+    if (!upstream.isOk()) return;
+    Socket& to_root = upstream.value();
+    // server hello, challenge, proof, hello, accepted, then the table, altered in its last byte
+    const bool from_root[] = {true, false, true, false, true, true};
+    for (size_t i = 0; i < std::size(from_root); ++i) {
+      Socket& from = from_root[i] ? to_root : rank;
+      Socket& to = from_root[i] ? rank : to_root;
+      auto frame = testing::readFrame(from, uint64_t{1} << 20, deadline);
+      if (!frame.isOk()) return;
+      if (i + 1 == std::size(from_root)) frame.value().bytes.back() ^= std::byte{1};
+      if (!to.sendAll(frame.value().bytes, deadline).isOk()) return;
+    }
+  });
+  std::vector<RankSpec> specs = {{0, 2, secretOf(22), 0}, {1, 2, secretOf(22), relay_port}};
+  auto results = runRanks("127.0.0.1", root->id().port, specs, loopbackConfig(), 10);
+  relay.join();
+  expectFullTable(results[0], 2, 0);
+  expectError(
+      results[1], PSDP_ERR_REMOTE,
+      {"table from the bootstrap root fails its integrity check", fmt::format("127.0.0.1:{}", relay_port).c_str()});
 }
 
 // A root whose process dies after accepting our hello (here a hand-made one that closes the connection):
@@ -384,12 +494,11 @@ TEST(BootstrapTest, ARootThatGoesAwayIsNamed) {
     if (::poll(&pfd, 1, 10000) != 1) return;
     Socket socket{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
     const Deadline deadline = Deadline::after(10);
-    std::array<std::byte, bootstrap::kHeaderBytes> header{};
-    if (!socket.sendAll(bootstrap::encodeEmpty(bootstrap::FrameType::kServerHello), deadline).isOk()) return;
-    if (!socket.recvAll(header, deadline).isOk()) return;
-    std::vector<std::byte> body(bootstrap::decodeHeader(header).body_bytes);
-    if (!socket.recvAll(body, deadline).isOk()) return;
-    (void)socket.sendAll(bootstrap::encodeEmpty(bootstrap::FrameType::kAccepted), deadline);
+    auto nonces = testing::serveHandshake(socket, secretOf(15), deadline);
+    if (!nonces.isOk()) return;
+    if (!testing::readFrame(socket, bootstrap::kMaxHelloBodyBytes, deadline).isOk()) return;
+    auto accepted = bootstrap::encodeSealed(bootstrap::FrameType::kAccepted, secretOf(15), nonces.value(), {});
+    if (accepted.isOk()) (void)socket.sendAll(accepted.value(), deadline);
   });  // the socket closes as the thread ends: the root is gone
   auto results = runRanks("127.0.0.1", port, {{1, 2, secretOf(15), 0}}, loopbackConfig(), 10);
   fake.join();

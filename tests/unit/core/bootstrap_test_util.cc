@@ -12,6 +12,9 @@
 #include <thread>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
+#include "base/log.h"
 #include "core/bootstrap_protocol.h"
 
 namespace psdp::core::testing {
@@ -72,7 +75,7 @@ std::vector<RankSpec> jobOf(int nranks, const JobSecret& secret) {
 }
 
 std::vector<Result<Table>> runRanks(const std::string& host, uint16_t port, const std::vector<RankSpec>& specs,
-                                    const Config& config, double timeout_s) {
+                                    const Config& config, double timeout_s, std::shared_ptr<spdlog::sinks::sink> sink) {
   std::vector<Result<Table>> results(specs.size(), Result<Table>(Status::internal("rank thread did not run")));
   std::vector<std::thread> threads;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -80,6 +83,7 @@ std::vector<Result<Table>> runRanks(const std::string& host, uint16_t port, cons
       const RankSpec& spec = specs[i];
       RendezvousId id{host, spec.port != 0 ? spec.port : port, spec.secret};
       auto log = makeRankLogger(spec.rank, config);
+      if (log.isOk() && sink) log.value()->sinks().push_back(sink);
       results[i] = exchangeViaRoot(id, spec.rank, spec.nranks, payloadFor(spec.rank), config,
                                    Deadline::after(timeout_s), log.isOk() ? log.value() : nullptr);
     });
@@ -112,9 +116,34 @@ Result<RawClient> RawClient::connect(uint16_t port, int rcvbuf) {
 }
 
 Status RawClient::readServerHello() {
-  PSDP_ASSIGN_OR_RETURN(uint16_t type, readFrameType());
-  if (type != static_cast<uint16_t>(bootstrap::FrameType::kServerHello)) return Status::remote("frame type {}", type);
+  PSDP_ASSIGN_OR_RETURN(auto frame, readFrame(socket_, bootstrap::kNonceBytes, Deadline::after(5)));
+  if (frame.header.type != static_cast<uint16_t>(bootstrap::FrameType::kServerHello)) {
+    return Status::remote("frame type {}", frame.header.type);
+  }
+  PSDP_ASSIGN_OR_RETURN(nonces_.root, bootstrap::decodeNonceBody(frame.body()));
   return Status::ok();
+}
+
+Status RawClient::handshake(const JobSecret& secret) {
+  PSDP_RETURN_IF_ERROR(readServerHello());
+  PSDP_ASSIGN_OR_RETURN(nonces_.client, bootstrap::freshNonce());
+  PSDP_RETURN_IF_ERROR(send(bootstrap::encodeChallenge(nonces_.client)));
+  PSDP_ASSIGN_OR_RETURN(auto proof, readFrame(socket_, bootstrap::kMacBytes, Deadline::after(5)));
+  if (proof.header.type != static_cast<uint16_t>(bootstrap::FrameType::kRootProof)) {
+    return Status::remote("frame type {}", proof.header.type);
+  }
+  return bootstrap::openSealed(bootstrap::FrameType::kRootProof, proof.body(), secret, nonces_).status();
+}
+
+Status RawClient::sendHello(const JobSecret& secret, int rank, int nranks, std::vector<std::byte> payload) {
+  bootstrap::Hello hello;
+  hello.rank = static_cast<uint32_t>(rank);
+  hello.nranks = static_cast<uint32_t>(nranks);
+  hello.wait_ms = UINT32_MAX;
+  hello.payload = std::move(payload);
+  PSDP_ASSIGN_OR_RETURN(bootstrap::Frame frame, bootstrap::encodeSealed(bootstrap::FrameType::kHello, secret, nonces_,
+                                                                        bootstrap::encodeHelloRest(hello)));
+  return send(frame);
 }
 
 Status RawClient::send(std::span<const std::byte> bytes) {
@@ -122,13 +151,8 @@ Status RawClient::send(std::span<const std::byte> bytes) {
 }
 
 Result<uint16_t> RawClient::readFrameType() {
-  std::array<std::byte, bootstrap::kHeaderBytes> bytes{};
-  PSDP_RETURN_IF_ERROR(socket_.recvAll(bytes, Deadline::after(5)));
-  auto header = bootstrap::decodeHeader(bytes);
-  if (header.body_bytes > (uint64_t{1} << 26)) return Status::remote("frame body of {} bytes", header.body_bytes);
-  std::vector<std::byte> body(header.body_bytes);
-  PSDP_RETURN_IF_ERROR(socket_.recvAll(body, Deadline::after(5)));
-  return header.type;
+  PSDP_ASSIGN_OR_RETURN(auto frame, readFrame(socket_, uint64_t{1} << 26, Deadline::after(5)));
+  return frame.header.type;
 }
 
 bool RawClient::closedWithin(double seconds) {
@@ -139,6 +163,29 @@ bool RawClient::closedWithin(double seconds) {
     if (s.code() == PSDP_ERR_REMOTE) return true;
     if (!s.isOk()) return false;
   }
+}
+
+Result<RawFrame> readFrame(Socket& socket, uint64_t max_body, const Deadline& deadline) {
+  RawFrame frame;
+  frame.bytes.resize(bootstrap::kHeaderBytes);
+  PSDP_RETURN_IF_ERROR(socket.recvAll(frame.bytes, deadline));
+  frame.header = bootstrap::decodeHeader(std::span<const std::byte, bootstrap::kHeaderBytes>(frame.bytes));
+  if (frame.header.body_bytes > max_body) return Status::remote("frame body of {} bytes", frame.header.body_bytes);
+  frame.bytes.resize(bootstrap::kHeaderBytes + frame.header.body_bytes);
+  PSDP_RETURN_IF_ERROR(socket.recvAll(std::span(frame.bytes).subspan(bootstrap::kHeaderBytes), deadline));
+  return frame;
+}
+
+Result<bootstrap::SessionNonces> serveHandshake(Socket& socket, const JobSecret& secret, const Deadline& deadline) {
+  bootstrap::SessionNonces nonces;
+  PSDP_ASSIGN_OR_RETURN(nonces.root, bootstrap::freshNonce());
+  PSDP_RETURN_IF_ERROR(socket.sendAll(bootstrap::encodeServerHello(nonces.root), deadline));
+  PSDP_ASSIGN_OR_RETURN(auto challenge, readFrame(socket, bootstrap::kNonceBytes, deadline));
+  PSDP_ASSIGN_OR_RETURN(nonces.client, bootstrap::decodeNonceBody(challenge.body()));
+  PSDP_ASSIGN_OR_RETURN(bootstrap::Frame proof,
+                        bootstrap::encodeSealed(bootstrap::FrameType::kRootProof, secret, nonces, {}));
+  PSDP_RETURN_IF_ERROR(socket.sendAll(proof, deadline));
+  return nonces;
 }
 
 }  // namespace psdp::core::testing

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,7 +12,12 @@
 #include "base/config.h"
 #include "base/deadline.h"
 #include "core/bootstrap.h"
+#include "core/bootstrap_protocol.h"
 #include "core/socket.h"
+
+namespace spdlog::sinks {
+class sink;
+}
 
 namespace psdp::core::testing {
 
@@ -31,9 +37,10 @@ struct RankSpec {
 };
 
 // Runs exchangeViaRoot for every spec in its own thread against `host`, each with `timeout_s`, and
-// returns the results in spec order.
+// returns the results in spec order. The ranks' loggers also write to `sink` when it is given.
 std::vector<Result<Table>> runRanks(const std::string& host, uint16_t port, const std::vector<RankSpec>& specs,
-                                    const Config& config, double timeout_s);
+                                    const Config& config, double timeout_s,
+                                    std::shared_ptr<spdlog::sinks::sink> sink = nullptr);
 
 // Specs for ranks 0..n-1 of one job.
 std::vector<RankSpec> jobOf(int nranks, const JobSecret& secret);
@@ -48,17 +55,37 @@ class RawClient {
   // `rcvbuf` > 0 shrinks the receive buffer (and so the TCP window) before connecting, which keeps a
   // large frame queued in the root instead of in kernel buffers.
   static Result<RawClient> connect(uint16_t port, int rcvbuf = 0);
-  // Reads the 16-byte server hello; fails when the root sent something else.
+  // Reads the server hello and keeps the root's nonce; fails when the root sent something else.
   Status readServerHello();
+  // The handshake up to the root's proof: server hello, our challenge, the proof. Mismatch when the proof
+  // does not verify with `secret` (the connection stays usable, for a client that ignores it).
+  Status handshake(const JobSecret& secret);
+  // After the handshake: a hello for rank of nranks, sealed with `secret`.
+  Status sendHello(const JobSecret& secret, int rank, int nranks, std::vector<std::byte> payload);
   Status send(std::span<const std::byte> bytes);
-  // Reads one frame header and returns its type.
+  // Reads one frame and returns its type.
   Result<uint16_t> readFrameType();
+  const bootstrap::SessionNonces& nonces() const { return nonces_; }
   // True when the root closes the connection (EOF or reset) within `seconds`; bytes it sends meanwhile
   // are skipped.
   bool closedWithin(double seconds);
 
  private:
   Socket socket_;
+  bootstrap::SessionNonces nonces_;
 };
+
+// One frame as it came off the wire.
+struct RawFrame {
+  bootstrap::FrameHeader header;
+  bootstrap::Frame bytes;  // header and body
+  std::span<const std::byte> body() const { return std::span(bytes).subspan(bootstrap::kHeaderBytes); }
+};
+// Reads one whole frame whose body is at most `max_body` bytes.
+Result<RawFrame> readFrame(Socket& socket, uint64_t max_body, const Deadline& deadline);
+
+// The root's side of the handshake on an accepted socket, for a hand-made root that holds `secret`: server
+// hello, the client's challenge, our proof. Returns the session's nonces.
+Result<bootstrap::SessionNonces> serveHandshake(Socket& socket, const JobSecret& secret, const Deadline& deadline);
 
 }  // namespace psdp::core::testing
