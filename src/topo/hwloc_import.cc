@@ -1,11 +1,23 @@
 #include "topo/hwloc_import.h"
 
+#include <cstring>
 #include <iterator>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace psdp::topo {
 namespace {
+
+// hwloc's XML import stores whatever integer a file gives in its enum attributes (OS device and bridge
+// types); reading such a field as its enum is undefined for a value outside the enum, so it is read as the
+// integer it holds.
+template <typename Enum>
+long long rawEnum(const Enum& field) {
+  std::underlying_type_t<Enum> value;
+  std::memcpy(&value, &field, sizeof(value));
+  return static_cast<long long>(value);
+}
 
 // GPU runtimes whose OS devices name a GPU the way users know it, most preferred first. The DGX-2 file labels
 // `nvml*` as COPROC without a subtype, so the name prefix is what counts.
@@ -35,8 +47,8 @@ OsDevices collectOsDevices(hwloc_obj_t pcidev) {
   for (hwloc_obj_t c = pcidev->io_first_child; c != nullptr; c = c->next_sibling) {
     if (c->type != HWLOC_OBJ_OS_DEVICE || c->name == nullptr) continue;
     os.all.emplace_back(c->name);
-    if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_OPENFABRICS) os.fabric.emplace_back(c->name);
-    if (c->attr->osdev.type == HWLOC_OBJ_OSDEV_NETWORK) os.network.emplace_back(c->name);
+    if (rawEnum(c->attr->osdev.type) == HWLOC_OBJ_OSDEV_OPENFABRICS) os.fabric.emplace_back(c->name);
+    if (rawEnum(c->attr->osdev.type) == HWLOC_OBJ_OSDEV_NETWORK) os.network.emplace_back(c->name);
     int rank = gpuRuntimeRank(c);
     if (rank >= 0 && (os.best_gpu_rank < 0 || rank < os.best_gpu_rank)) {
       os.best_gpu_rank = rank;
@@ -135,7 +147,7 @@ class HwlocImporter {
 
   static PciNode bridgeNode(hwloc_obj_t obj, int parent, int anchor) {
     const auto& b = obj->attr->bridge;
-    if (b.upstream_type != HWLOC_OBJ_BRIDGE_PCI) {
+    if (rawEnum(b.upstream_type) != HWLOC_OBJ_BRIDGE_PCI) {
       return PciNode{PciKind::kHostBridge, "", 0, 0, 0, parent, anchor};
     }
     const auto& a = b.upstream.pci;
@@ -170,7 +182,7 @@ class HwlocImporter {
   }
 
   void addStandaloneNic(hwloc_obj_t osdev, int anchor) {
-    hwloc_obj_osdev_type_e type = osdev->attr->osdev.type;
+    const long long type = rawEnum(osdev->attr->osdev.type);
     if ((type != HWLOC_OBJ_OSDEV_NETWORK && type != HWLOC_OBJ_OSDEV_OPENFABRICS) || osdev->name == nullptr) return;
     Nic nic;
     nic.kind = type == HWLOC_OBJ_OSDEV_OPENFABRICS ? NicKind::kFabric : NicKind::kEthernet;

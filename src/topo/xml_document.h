@@ -18,7 +18,8 @@ namespace psdp::topo {
 using XmlDocument = std::unique_ptr<xmlDoc, FnDeleter<xmlFreeDoc>>;
 
 // Parses `text` with the network disabled and entities left unexpanded. Errors: invalid argument naming
-// `origin` and, where libxml2 gives one, the line of the first error ("<origin>:12: malformed XML: ...").
+// `origin` and, where libxml2 gives one, the line of the first error ("<origin>:12: malformed XML: ..."), or
+// saying that the XML declaration names an encoding other than UTF-8 or ASCII.
 Result<XmlDocument> parseXmlDocument(std::string_view text, const std::string& origin);
 
 }  // namespace psdp::topo

@@ -144,8 +144,8 @@ class Parser {
       skipSpace();
       if (pos_ >= s_.size() || s_[pos_] != ':') return fail("':'");
       ++pos_;
-      v.members.emplace_back(std::move(key), JsonValue{});
-      if (!value(v.members.back().second, depth + 1)) return false;
+      v.members.push_back(JsonMember{std::move(key), JsonValue{}});
+      if (!value(v.members.back().value, depth + 1)) return false;
       skipSpace();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;

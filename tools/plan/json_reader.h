@@ -12,18 +12,25 @@
 
 namespace psdp::tools {
 
+struct JsonMember;
+
 struct JsonValue {
   enum class Kind { kNull, kBool, kNumber, kString, kArray, kObject };
   Kind kind = Kind::kNull;
   bool boolean = false;
   std::string text;  // the string, or the number as written
   std::vector<JsonValue> items;
-  std::vector<std::pair<std::string, JsonValue>> members;  // in document order
+  std::vector<JsonMember> members;  // in document order
 
   // The member called `key` of an object, or nullptr.
   const JsonValue* find(std::string_view key) const;
   // The number as a non-negative integer; nullopt for anything else (a sign, a fraction, an exponent).
   std::optional<uint64_t> asUint() const;
+};
+
+struct JsonMember {
+  std::string key;
+  JsonValue value;
 };
 
 // Parses `text`, or returns nullopt and sets *error to "offset N: what was expected".

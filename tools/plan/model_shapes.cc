@@ -48,12 +48,12 @@ std::optional<ModelShapes> parseModelShapes(const std::string& text, const std::
       *error = "the file holds several models, choose one with --name: " + modelList(*models);
       return std::nullopt;
     }
-    entry = model.empty() ? &models->members.front().second : models->find(model);
+    entry = model.empty() ? &models->members.front().value : models->find(model);
     if (entry == nullptr) {
       *error = "no model '" + model + "' in the file; it has: " + modelList(*models);
       return std::nullopt;
     }
-    out.name = model.empty() ? models->members.front().first : model;
+    out.name = model.empty() ? models->members.front().key : model;
   }
   const JsonValue* tensors = entry->find("tensors");
   if (tensors == nullptr || tensors->kind != JsonValue::Kind::kArray || tensors->items.empty()) {

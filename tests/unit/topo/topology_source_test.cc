@@ -169,6 +169,59 @@ TEST(TopologyFile, HwlocRejectsABrokenDocument) {
   EXPECT_NE(parsed.status().message().find("broken"), std::string::npos);
 }
 
+// Only UTF-8 (and ASCII) documents are read: other encodings go through iconv, where fuzzed declarations
+// crashed libxml2.
+TEST(TopologyFile, EncodingsOtherThanUtf8AreRefused) {
+  const std::string body = "<system version=\"1\"/>\n";
+  for (const char* declaration :
+       {"<?xml version=\"1.0\" encoding=\"UTF-7\"?>\n", "<?xml version='1.0' encoding = 'ISO-8859-1'?>\n"}) {
+    Result<Topology> parsed = parseTopology(declaration + body, "declared");
+    ASSERT_FALSE(parsed.isOk()) << declaration;
+    EXPECT_NE(parsed.status().message().find("declared: its XML declaration names encoding"), std::string::npos)
+        << parsed.status().message();
+  }
+  Result<Topology> unquoted = parseTopology("<?xml version=\"1.0\" encoding=UTF-8?>\n" + body, "bad");
+  ASSERT_FALSE(unquoted.isOk());
+  EXPECT_NE(unquoted.status().message().find("malformed encoding"), std::string::npos) << unquoted.status().message();
+  for (const char* declaration : {"<?xml version=\"1.0\" encoding=\"utf-8\"?>\n", "<?xml version=\"1.0\"?>\n",
+                                  "\xEF\xBB\xBF<?xml version=\"1.0\" encoding=\"US-ASCII\"?>\n"}) {
+    Result<Topology> parsed = parseTopology(declaration + body, "fine");
+    if (!parsed.isOk()) {
+      EXPECT_EQ(parsed.status().message().find("encoding"), std::string::npos) << parsed.status().message();
+    }
+  }
+}
+
+// hwloc's import of its old (version 1) format dereferences null sets on fuzzed input: only hwloc 2 exports
+// are read.
+TEST(TopologyFile, OnlyHwloc2ExportsAreRead) {
+  for (const char* root : {"<topology>", "<topology versaon=\"2.0\">", "<topology version=\"1.11\">"}) {
+    Result<Topology> parsed = parseTopology(std::string(root) + "<object type=\"Machine\"/></topology>", "old");
+    ASSERT_FALSE(parsed.isOk()) << root;
+    EXPECT_NE(parsed.status().message().find("old: not an hwloc 2 export"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
+// hwloc 2.9 crashes importing an object with a cpuset but no complete_cpuset (fixed upstream in
+// open-mpi/hwloc#783); psdp refuses such a document before hwloc sees it, naming the line.
+TEST(TopologyFile, AnObjectWithoutItsCompleteSetIsRefusedBeforeHwloc) {
+  const std::string text =
+      "<topology version=\"2.0\">\n"
+      "  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\"\n"
+      "          complete_nodeset=\"0x1\" gp_index=\"1\">\n"
+      "    <object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
+      "gp_index=\"2\"/>\n"
+      "  </object>\n"
+      "</topology>\n";
+  Result<Topology> parsed = parseTopology(text, "crafted");
+  ASSERT_FALSE(parsed.isOk());
+  EXPECT_EQ(parsed.status().code(), PSDP_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(parsed.status().message().find("crafted:4: an object has a cpuset but no complete_cpuset"),
+            std::string::npos)
+      << parsed.status().message();
+}
+
 // The test machine has no GPU (and perhaps one NUMA node): discovery still succeeds and describes the CPUs,
 // and NIC choice degrades to the CPU-only answer.
 TEST(LiveMachine, DiscoversCpusAndDegradesWithoutGpus) {
