@@ -488,8 +488,8 @@ PSDP_API psdp_status_t psdp_comm_split_layout(psdp_comm_h comm, int group_size, 
 /* ---------------------------------------------------------------------------------------------------
  * Topology and rank mapping
  *
- * psdp reads a machine's topology with hwloc (the live machine) or from a file: an hwloc XML export
- * (lstopo topo.xml) or an NCCL topology file (NCCL_TOPO_FILE format). It classifies the path between two
+ * psdp reads a machine's topology with hwloc (the live machine) or from a file in UTF-8: an hwloc 2 XML
+ * export (lstopo topo.xml) or an NCCL topology file (NCCL_TOPO_FILE format). It classifies the path between two
  * devices in NCCL's vocabulary and maps ranks onto hosts: shard groups inside a host when G divides the
  * ranks per host, ring neighbours that share the closest ancestor, a NIC per rank (the closest, spread so
  * no NIC is shared while an equally close one idles), and a NUMA node per rank. A communicator runs the

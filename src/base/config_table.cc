@@ -299,8 +299,8 @@ const ParamSpec kParamTable[] = {
      [](const Config& c) { return std::string(c.check_calls ? "full" : "off"); }},
 
     {"topo_file", "PSDP_TOPO_FILE", "path", "",
-     "Topology the mapper places ranks with: an hwloc XML export (lstopo x.xml) or an NCCL topology file "
-     "(NCCL_TOPO_FILE format); empty: discover this machine with hwloc.",
+     "Topology the mapper places ranks with: an hwloc 2 XML export (lstopo x.xml) or an NCCL topology "
+     "file (NCCL_TOPO_FILE format), in UTF-8; empty: discover this machine with hwloc.",
      [](const psdp_config_t& u) { return PSDP_USER_HAS(u, topo_file) ? userString(u.topo_file) : std::nullopt; },
      [](std::string_view text, Config& c) -> Status {
        c.topo_file = std::string(text);
