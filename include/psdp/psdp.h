@@ -268,11 +268,14 @@ PSDP_API psdp_status_t psdp_unique_id_from_string(const char* text, psdp_unique_
 
 /* Creates a communicator of `nranks` ranks; this process is `rank`. Collective: blocks until every rank
  * has called it with the same id and nranks, or until the timeout (config or PSDP_TIMEOUT) expires.
- * config may be NULL. Errors: invalid argument (nranks < 1, rank outside [0, nranks), id not made by
- * psdp_get_unique_id, malformed config), mismatch (ranks passed different nranks or secrets), timeout
- * (names the ranks that never arrived), remote (a rank that had arrived went away before the others did,
- * naming it: every rank fails at once; or rank 0's process, which serves the rendezvous, went away),
- * system. */
+ * The id's secret never leaves the process: the root proves it holds it before a rank says anything, and
+ * the table of addresses carries a MAC (README "Launchers"). config may be NULL. Errors: invalid argument
+ * (nranks < 1, rank outside [0, nranks), id not made by psdp_get_unique_id, malformed config), mismatch
+ * (ranks passed different nranks, or the listener at the id's address could not prove it holds the
+ * secret: another job's root, or an impostor), timeout (names the ranks that never arrived), remote (a
+ * rank that had arrived went away before the others did, naming it: every rank fails at once; rank 0's
+ * process, which serves the rendezvous, went away; or a table failed its integrity check, naming where it
+ * came from), system. */
 PSDP_API psdp_status_t psdp_comm_init(int nranks, const psdp_unique_id_t* id, int rank, const psdp_config_t* config,
                                       psdp_comm_h* comm_p);
 
