@@ -31,7 +31,8 @@ while read -r name program seeds; do
   seed_count=0
   for dir in $seeds; do seed_count=$((seed_count + $(find "$dir" -type f | wc -l))); done
   # -timeout: an input that takes 10 s is a hang; -rss_limit_mb: one that takes 2 GiB is a memory bomb.
-  if ! "$program" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+  # A fixed seed: a failure reproduces with the same command (PSDP_FUZZ_SEED=0 draws one).
+  if ! "$program" -seed="${PSDP_FUZZ_SEED:-1}" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$artifacts/$name-" "$corpus" $seeds >"$log" 2>&1; then
     failed=1
     echo "=== $name failed; its input is in $artifacts, the end of its log ($log):"

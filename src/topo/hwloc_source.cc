@@ -1,5 +1,7 @@
 #include "topo/hwloc_source.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <string>
 #include <string_view>
@@ -37,6 +39,49 @@ Status checkObjectSets(const xmlNode* node, const std::string& origin) {
   return Status::ok();
 }
 
+// Whether `text` is a bitmap as hwloc writes one ("0x00000003", "0x00000303,,0x03030303", "0xf...f,0x1"):
+// comma-separated words of "0x" and 1 to 8 hex digits, empty (zero) words only between others, and
+// hwloc's "0xf...f" (all ones from there up) as the first. hwloc's reader asserts on some malformed ones
+// (a leading comma aborts the process in hwloc 2.9).
+bool isHwlocBitmap(std::string_view text) {
+  if (text.starts_with("0xf...f")) {
+    text.remove_prefix(7);
+    if (text.empty()) return true;
+    if (text.front() != ',') return false;
+    text.remove_prefix(1);
+  }
+  if (text.empty() || text.front() == ',' || text.back() == ',') return false;
+  while (!text.empty()) {
+    const std::string_view word = text.substr(0, text.find(','));
+    text.remove_prefix(std::min(text.size(), word.size() + 1));
+    if (word.empty()) continue;
+    if (!word.starts_with("0x") || word.size() < 3 || word.size() > 10) return false;
+    for (char c : word.substr(2)) {
+      if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    }
+  }
+  return true;
+}
+
+// Every attribute named like a set (cpuset, complete_nodeset, initiator_cpuset, ...) of every element.
+Status checkBitmaps(const xmlNode* node, const std::string& origin) {
+  for (; node != nullptr; node = node->next) {
+    if (node->type != XML_ELEMENT_NODE) continue;
+    for (const xmlAttr* attr = node->properties; attr != nullptr; attr = attr->next) {
+      const std::string_view name = reinterpret_cast<const char*>(attr->name);
+      if (!name.ends_with("cpuset") && !name.ends_with("nodeset")) continue;
+      xmlChar* value = xmlNodeListGetString(node->doc, attr->children, 1);
+      const bool ok = value != nullptr && isHwlocBitmap(reinterpret_cast<const char*>(value));
+      xmlFree(value);
+      if (!ok)
+        return Status::invalidArgument("{}:{}: {} is not a bitmap as hwloc writes one", origin, xmlGetLineNo(node),
+                                       name);
+    }
+    PSDP_RETURN_IF_ERROR(checkBitmaps(node->children, origin));
+  }
+  return Status::ok();
+}
+
 // hwloc 2 exports say <topology version="2.0">; a document without it goes through hwloc's import of the
 // hwloc 1 format, which dereferences null sets on fuzzed input. Only hwloc 2 documents are read.
 Status checkHwlocDocument(const xmlDoc* doc, const std::string& origin) {
@@ -48,6 +93,7 @@ Status checkHwlocDocument(const xmlDoc* doc, const std::string& origin) {
     return Status::invalidArgument(
         "{}: not an hwloc 2 export (<topology version=\"2.0\">); export it again with hwloc 2's lstopo", origin);
   }
+  PSDP_RETURN_IF_ERROR(checkBitmaps(root, origin));
   return checkObjectSets(root, origin);
 }
 
@@ -78,6 +124,12 @@ Result<Topology> readHwlocXml(std::string_view text, std::string origin) {
   PSDP_RETURN_IF_ERROR(checkHwlocDocument(doc.get(), origin));
   // KEEP_ALL: XML import drops I/O objects unless told otherwise, and the bridges matter for path classes.
   PSDP_ASSIGN_OR_RETURN(HwlocTopology hwloc, makeHwlocTopology(HWLOC_TYPE_FILTER_KEEP_ALL));
+  // The whole machine the file describes, not the part its exporting process was allowed to use: psdp
+  // places ranks on the host, and restricting to a fuzzed allowed set that excludes every PU leaves an
+  // empty topology that hwloc 2.9 dereferences null on.
+  errno = 0;
+  PSDP_RETURN_IF_ERROR(hwlocCheck(hwloc_topology_set_flags(hwloc.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED),
+                                  "hwloc_topology_set_flags"));
   // hwloc wants the terminating NUL inside the buffer, as its own exports produce.
   std::string buffer(text);
   errno = 0;

@@ -203,6 +203,21 @@ TEST(TopologyFile, OnlyHwloc2ExportsAreRead) {
   }
 }
 
+// hwloc 2.9 asserts (aborting the process) on some malformed bitmaps: every set attribute must read as
+// hwloc writes one.
+TEST(TopologyFile, MalformedBitmapsAreRefusedBeforeHwloc) {
+  for (const char* set : {",x00000002", "0x1,", "00000001", "0x", "0x123456789", "0xg", "0xf...fx"}) {
+    const std::string text = std::string(
+                                 "<topology version=\"2.0\">\n  <object type=\"Machine\" cpuset=\"0x1\" "
+                                 "complete_cpuset=\"0x1\" nodeset=\"") +
+                             set + "\" complete_nodeset=\"0x1\"/>\n</topology>\n";
+    Result<Topology> parsed = parseTopology(text, "sets");
+    ASSERT_FALSE(parsed.isOk()) << set;
+    EXPECT_NE(parsed.status().message().find("sets:2: nodeset is not a bitmap as hwloc writes one"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
 // hwloc 2.9 crashes importing an object with a cpuset but no complete_cpuset (fixed upstream in
 // open-mpi/hwloc#783); psdp refuses such a document before hwloc sees it, naming the line.
 TEST(TopologyFile, AnObjectWithoutItsCompleteSetIsRefusedBeforeHwloc) {
