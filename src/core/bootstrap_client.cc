@@ -84,9 +84,9 @@ Result<Sealed> readSealed(Socket& socket, FrameType a, FrameType b, uint64_t max
   PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> body, readBody(socket, header, deadline));
   const auto type = static_cast<FrameType>(header.type);
   Result<std::span<const std::byte>> rest = bootstrap::openSealed(type, body, secret, nonces);
-  if (!rest.isOk())
-    return rest.status().code() == PSDP_ERR_MISMATCH ? rest.status() : Status::remote("{}", rest.status().message());
-  return Sealed{type, std::vector<std::byte>(rest.value().begin(), rest.value().end())};
+  if (rest.isOk()) return Sealed{type, std::vector<std::byte>(rest.value().begin(), rest.value().end())};
+  if (rest.status().code() == PSDP_ERR_MISMATCH) return rest.status();
+  return Status::remote("{}", rest.status().message());
 }
 
 uint32_t waitMs(const Deadline& deadline) {
