@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -408,16 +407,16 @@ TEST(BootstrapTest, ARankThatLeavesFailsEveryRankAtOnceNamingIt) {
 // secret: each rank sends it only a challenge (a random nonce: nothing derived from the secret, so nothing
 // to guess the secret from offline), warns once naming it, and forms the job with the real root above it.
 TEST(BootstrapTest, ASquatterInTheScannedRangeLearnsNothingAndIsNamed) {
-  auto listener = listenOn(SockAddr::numeric("127.0.0.1", 0).value());
-  ASSERT_TRUE(listener.isOk());
-  const uint16_t squat_port = localAddress(listener.value().get()).value().port();
+  auto listener = testing::LoopbackListener::open();
+  ASSERT_TRUE(listener.isOk()) << listener.status().toString();
+  const uint16_t squat_port = listener.value().port();
   std::atomic<bool> stop{false};
   std::vector<std::vector<std::byte>> heard;  // everything each connection sent, until it closed
   std::thread squatter([&] {
     while (!stop.load()) {
-      pollfd pfd{listener.value().get(), POLLIN, 0};
-      if (::poll(&pfd, 1, 50) != 1) continue;
-      Socket socket{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
+      auto accepted = listener.value().accept(0.05);
+      if (!accepted.isOk()) continue;
+      Socket& socket = accepted.value();
       const Deadline deadline = Deadline::after(5);
       // Its best effort: a well-formed proof under a secret it made up.
       auto nonces = testing::serveHandshake(socket, secretOf(99), deadline);
@@ -452,13 +451,13 @@ TEST(BootstrapTest, ASquatterInTheScannedRangeLearnsNothingAndIsNamed) {
 TEST(BootstrapTest, AnAlteredTableIsRejectedNamingItsSender) {
   auto root = startRoot(secretOf(22));
   ASSERT_NE(root, nullptr);
-  auto listener = listenOn(SockAddr::numeric("127.0.0.1", 0).value());
-  ASSERT_TRUE(listener.isOk());
-  const uint16_t relay_port = localAddress(listener.value().get()).value().port();
+  auto listener = testing::LoopbackListener::open();
+  ASSERT_TRUE(listener.isOk()) << listener.status().toString();
+  const uint16_t relay_port = listener.value().port();
   std::thread relay([&] {
-    pollfd pfd{listener.value().get(), POLLIN, 0};
-    if (::poll(&pfd, 1, 10000) != 1) return;
-    Socket rank{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
+    auto accepted = listener.value().accept(10);
+    if (!accepted.isOk()) return;
+    Socket& rank = accepted.value();
     const Deadline deadline = Deadline::after(10);
     auto upstream = Socket::connect(SockAddr::numeric("127.0.0.1", root->id().port).value(), deadline);
     if (!upstream.isOk()) return;
@@ -486,13 +485,13 @@ TEST(BootstrapTest, AnAlteredTableIsRejectedNamingItsSender) {
 // A root whose process dies after accepting our hello (here a hand-made one that closes the connection):
 // the rank says that the root went away, not merely that a connection closed.
 TEST(BootstrapTest, ARootThatGoesAwayIsNamed) {
-  auto listener = listenOn(SockAddr::numeric("127.0.0.1", 0).value());
-  ASSERT_TRUE(listener.isOk());
-  const uint16_t port = localAddress(listener.value().get()).value().port();
+  auto listener = testing::LoopbackListener::open();
+  ASSERT_TRUE(listener.isOk()) << listener.status().toString();
+  const uint16_t port = listener.value().port();
   std::thread fake([&] {
-    pollfd pfd{listener.value().get(), POLLIN, 0};
-    if (::poll(&pfd, 1, 10000) != 1) return;
-    Socket socket{UniqueFd(::accept(listener.value().get(), nullptr, nullptr))};
+    auto accepted_socket = listener.value().accept(10);
+    if (!accepted_socket.isOk()) return;
+    Socket& socket = accepted_socket.value();
     const Deadline deadline = Deadline::after(10);
     auto nonces = testing::serveHandshake(socket, secretOf(15), deadline);
     if (!nonces.isOk()) return;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -163,6 +164,23 @@ bool RawClient::closedWithin(double seconds) {
     if (s.code() == PSDP_ERR_REMOTE) return true;
     if (!s.isOk()) return false;
   }
+}
+
+Result<LoopbackListener> LoopbackListener::open() {
+  LoopbackListener out;
+  PSDP_ASSIGN_OR_RETURN(SockAddr any_port, SockAddr::numeric("127.0.0.1", 0));
+  PSDP_ASSIGN_OR_RETURN(out.fd_, listenOn(any_port));
+  PSDP_ASSIGN_OR_RETURN(SockAddr bound, localAddress(out.fd_.get()));
+  out.port_ = bound.port();
+  return out;
+}
+
+Result<Socket> LoopbackListener::accept(double seconds) {
+  pollfd pfd{fd_.get(), POLLIN, 0};
+  if (::poll(&pfd, 1, static_cast<int>(seconds * 1000)) != 1) return Status::timeout("no connection");
+  UniqueFd fd(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!fd.valid()) return Status::fromErrno(errno, "accept");
+  return Socket(std::move(fd));
 }
 
 Result<RawFrame> readFrame(Socket& socket, uint64_t max_body, const Deadline& deadline) {

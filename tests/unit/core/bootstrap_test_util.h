@@ -75,6 +75,19 @@ class RawClient {
   bootstrap::SessionNonces nonces_;
 };
 
+// A listening socket on 127.0.0.1 at a port the kernel picks, for hand-made roots, squatters and relays.
+class LoopbackListener {
+ public:
+  static Result<LoopbackListener> open();
+  uint16_t port() const { return port_; }
+  // The next connection; timeout when none comes within `seconds`.
+  Result<Socket> accept(double seconds);
+
+ private:
+  UniqueFd fd_;
+  uint16_t port_ = 0;
+};
+
 // One frame as it came off the wire.
 struct RawFrame {
   bootstrap::FrameHeader header;
