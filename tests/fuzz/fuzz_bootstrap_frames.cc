@@ -1,10 +1,12 @@
 // The bootstrap's frame parsers, on bytes from anyone who can connect to a root or answer a rank. The first
 // byte picks the parser; the rest is its input. Beyond "no crash", each decoder must be exact: whatever it
 // accepts re-encodes to the very bytes it was given, and a sealed frame opens only unaltered.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
-#include <string_view>
+#include <vector>
 
 #include "core/bootstrap_protocol.h"
 #include "fuzz_check.h"
