@@ -143,9 +143,20 @@ double inputValue(Collective c, Reduction op, psdp_dtype_t dtype, int r, size_t 
   return 0;
 }
 
-double expectedValue(Collective c, Reduction op, psdp_dtype_t dtype, int nranks, int root, size_t per_rank, size_t i) {
-  if (c == Collective::kBroadcast) return inputValue(c, op, dtype, root, i);
-  if (c == Collective::kAllGather) return inputValue(c, op, dtype, static_cast<int>(i / per_rank), i);
+double expectedValue(Collective c, Reduction op, psdp_dtype_t dtype, int nranks, int rank, int root, size_t per_rank,
+                     size_t i) {
+  switch (c) {
+    case Collective::kBroadcast:
+    case Collective::kScatter: return inputValue(c, op, dtype, root, i);
+    case Collective::kAllGather:
+    case Collective::kGather: return inputValue(c, op, dtype, static_cast<int>(i / per_rank), i);
+    case Collective::kAllToAll: {
+      const int source = static_cast<int>(i / per_rank);
+      return inputValue(c, op, dtype, source, static_cast<size_t>(rank) * per_rank + i % per_rank);
+    }
+    case Collective::kSendRecv: return inputValue(c, op, dtype, (rank + nranks - 1) % nranks, i);
+    default: break;
+  }
   double acc = inputValue(c, op, dtype, 0, i);
   for (int r = 1; r < nranks; ++r) {
     double v = inputValue(c, op, dtype, r, i);
@@ -201,8 +212,8 @@ void fillGarbage(psdp_dtype_t dtype, size_t count, void* buf) {
   });
 }
 
-long long countWrong(Collective c, Reduction op, psdp_dtype_t dtype, int nranks, int root, size_t per_rank_count,
-                     size_t first, size_t count, const void* buf) {
+long long countWrong(Collective c, Reduction op, psdp_dtype_t dtype, int nranks, int rank, int root,
+                     size_t per_rank_count, size_t first, size_t count, const void* buf) {
   long long wrong = 0;
   // The one inexact case: a floating-point average over a rank count that is not a power of two may be computed
   // as a premul-sum by 1/n, which rounds. It is allowed n roundings of the dtype; everything else is exact.
@@ -217,7 +228,7 @@ long long countWrong(Collective c, Reduction op, psdp_dtype_t dtype, int nranks,
     const T* p = static_cast<const T*>(buf);
     for (size_t k = 0; k < count; ++k) {
       // Round the exact value into T and back, so that integer wrap-around is expected as the library does it.
-      double want = toDouble(fromDouble<T>(expectedValue(c, op, dtype, nranks, root, per_rank_count, first + k)));
+      double want = toDouble(fromDouble<T>(expectedValue(c, op, dtype, nranks, rank, root, per_rank_count, first + k)));
       double got = toDouble(p[k]);
       wrong += rel_tol == 0 ? !(got == want) : !(std::fabs(got - want) <= rel_tol * std::fabs(want));
     }

@@ -24,10 +24,15 @@ void fillInput(Collective c, Reduction op, psdp_dtype_t dtype, int rank, int roo
 // input and result) so that a call that leaves recvbuf untouched is caught.
 void fillGarbage(psdp_dtype_t dtype, size_t count, void* buf);
 
-// Counts elements of `buf` (elements [first, first + count) of the result's index space) that differ from
-// the exact result over `nranks` ranks.
-long long countWrong(Collective c, Reduction op, psdp_dtype_t dtype, int nranks, int root, size_t per_rank_count,
-                     size_t first, size_t count, const void* buf);
+// Counts elements of `buf` (elements [first, first + count) of rank `rank`'s result index space) that differ
+// from the exact result over `nranks` ranks.
+//
+// Index spaces: the reductions and broadcast have one of `count` elements; all-gather and gather of nranks
+// blocks of per_rank_count, rank r's input being block r; scatter the root's nranks blocks, rank r receiving
+// block r; all-to-all, every rank's input is nranks blocks (block d goes to rank d) and its result block s is
+// block `rank` of rank s's input; send/recv, the result is the input of rank - 1.
+long long countWrong(Collective c, Reduction op, psdp_dtype_t dtype, int nranks, int rank, int root,
+                     size_t per_rank_count, size_t first, size_t count, const void* buf);
 
 // Exposed for the unit test: float <-> half / bfloat16 bits, round to nearest even.
 unsigned short floatToHalf(float f);

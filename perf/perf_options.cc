@@ -3,6 +3,7 @@
 #include <getopt.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +36,14 @@ bool parseInt(const char* text, int lo, int hi, int* out) {
 
 namespace {
 
+// printf into a string, for table columns formatted one way or another.
+template <typename... Args>
+std::string fmt(const char* format, Args... args) {
+  char buf[128];
+  std::snprintf(buf, sizeof(buf), format, args...);
+  return buf;
+}
+
 bool parseCollective(const char* text, Collective* out) {
   // Short names, and the binary names of nccl-tests so that its command lines work unchanged.
   struct {
@@ -45,10 +54,15 @@ bool parseCollective(const char* text, Collective* out) {
       {{"rs", "reduce_scatter", "reducescatter", "reduce_scatter_perf"}, Collective::kReduceScatter},
       {{"ag", "all_gather", "allgather", "all_gather_perf"}, Collective::kAllGather},
       {{"bcast", "broadcast", "bc", "broadcast_perf"}, Collective::kBroadcast},
+      {{"reduce", "reduce_perf", nullptr, nullptr}, Collective::kReduce},
+      {{"gather", "gather_perf", nullptr, nullptr}, Collective::kGather},
+      {{"scatter", "scatter_perf", nullptr, nullptr}, Collective::kScatter},
+      {{"a2a", "alltoall", "all_to_all", "alltoall_perf"}, Collective::kAllToAll},
+      {{"sendrecv", "sr", "send_recv", "sendrecv_perf"}, Collective::kSendRecv},
   };
   for (const auto& row : table) {
     for (const char* name : row.names) {
-      if (std::strcmp(text, name) == 0) {
+      if (name != nullptr && std::strcmp(text, name) == 0) {
         *out = row.c;
         return true;
       }
@@ -165,6 +179,11 @@ const char* collectiveName(Collective c) {
     case Collective::kReduceScatter: return "reduce_scatter";
     case Collective::kAllGather: return "all_gather";
     case Collective::kBroadcast: return "broadcast";
+    case Collective::kReduce: return "reduce";
+    case Collective::kGather: return "gather";
+    case Collective::kScatter: return "scatter";
+    case Collective::kAllToAll: return "alltoall";
+    case Collective::kSendRecv: return "sendrecv";
   }
   return "?";
 }
@@ -197,10 +216,14 @@ const char* reductionName(Reduction r) {
 }
 
 bool reduces(Collective c) {
-  return c == Collective::kAllReduce || c == Collective::kReduceScatter;
+  return c == Collective::kAllReduce || c == Collective::kReduceScatter || c == Collective::kReduce;
 }
 bool rooted(Collective c) {
-  return c == Collective::kBroadcast;
+  return c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+         c == Collective::kScatter;
+}
+bool hasInPlace(Collective c) {
+  return c != Collective::kAllToAll && c != Collective::kSendRecv;
 }
 
 double busFactor(Collective c, int nranks) {
@@ -208,17 +231,23 @@ double busFactor(Collective c, int nranks) {
   switch (c) {
     case Collective::kAllReduce: return 2.0 * (n - 1) / n;
     case Collective::kReduceScatter:
-    case Collective::kAllGather: return (n - 1) / n;
-    case Collective::kBroadcast: return 1.0;
+    case Collective::kAllGather:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kAllToAll: return (n - 1) / n;
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kSendRecv: return 1.0;
   }
   return 1.0;
 }
 
 const char* usage() {
-  return "usage: psdp-perf {ar|rs|ag|bcast} [options]   (run under psdp-run, torchrun, mpirun or srun)\n"
-         "  The collective may also be given as nccl-tests names it: all_reduce_perf, reduce_scatter_perf,\n"
-         "  all_gather_perf, broadcast_perf. psdp-perf step [options] times a whole sharded training step\n"
-         "  instead (psdp-perf step --help).\n"
+  return "usage: psdp-perf {ar|rs|ag|bcast|reduce|gather|scatter|a2a|sendrecv} [options]\n"
+         "  (run under psdp-run, torchrun, mpirun or srun). The collective may also be given as nccl-tests names\n"
+         "  it: all_reduce_perf, reduce_scatter_perf, all_gather_perf, broadcast_perf, reduce_perf, gather_perf,\n"
+         "  scatter_perf, alltoall_perf, sendrecv_perf (each rank sends to the next and receives from the one\n"
+         "  before). psdp-perf step [options] times a whole sharded training step instead (psdp-perf step --help).\n"
          "  -b, --minbytes SIZE   smallest size (total bytes, as nccl-tests), K/M/G suffixes (default 32M)\n"
          "  -e, --maxbytes SIZE   largest size (default 32M)\n"
          "  -f, --stepfactor N    multiply the size by N between steps (default 2)\n"
@@ -231,7 +260,7 @@ const char* usage() {
          "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or all\n"
          "                        (default float)\n"
          "  -o, --op OP           sum prod min max avg premulsum, or all (default sum)\n"
-         "  -r, --root R          broadcast root (default 0)\n"
+         "  -r, --root R          root of bcast, reduce, gather, scatter (default 0)\n"
          "  -z, --blocking 0|1    1: blocking calls (default); 0: nonblocking requests, waited on at once\n"
          "  -H, --huge_pages 0|1  1: ask for transparent huge pages for the buffers (default), as framework\n"
          "                        host allocators do for large tensors; 0: small pages\n"
@@ -267,8 +296,8 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
   int first = 1;
   if (argc > 1 && argv[1][0] != '-') {
     if (!parseCollective(argv[1], &o->collective)) {
-      *error =
-          std::string("unknown collective '") + argv[1] + "' (ar, rs, ag, bcast, nccl-tests' *_perf names, or step)";
+      *error = std::string("unknown collective '") + argv[1] +
+               "' (ar, rs, ag, bcast, reduce, gather, scatter, a2a, sendrecv, nccl-tests' *_perf names, or step)";
       return false;
     }
     first = 2;
@@ -292,7 +321,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
     *error = "-b is larger than -e";
     return false;
   }
-  if (o->collective == Collective::kAllGather || o->collective == Collective::kBroadcast) {
+  if (!reduces(o->collective)) {
     // These do not reduce: one row per dtype, as nccl-tests prints "none".
     o->ops = {Reduction::kSum};
   }
@@ -344,9 +373,10 @@ void Report::row(size_t total_count, psdp_dtype_t dtype, const char* redop, int 
   if (!out_) return;
   std::string oop = o_.check ? std::to_string(oop_wrong) : "N/A";
   std::string ip = o_.check ? std::to_string(ip_wrong) : "N/A";
-  std::fprintf(out_, "  %10zu  %12zu  %8s  %9s  %6d  %9.1f %8.2f %8.2f %7s  %9.1f %8.2f %8.2f %7s\n", r.bytes, r.count,
-               dtypeName(dtype), redop, root, oop_us, r.oop_algbw, r.oop_busbw, oop.c_str(), ip_us, r.ip_algbw,
-               r.ip_busbw, ip.c_str());
+  std::string ip_columns = fmt(" %9.1f %8.2f %8.2f %7s", ip_us, r.ip_algbw, r.ip_busbw, ip.c_str());
+  if (!hasInPlace(o_.collective)) ip_columns = fmt(" %9s %8s %8s %7s", "N/A", "N/A", "N/A", "N/A");
+  std::fprintf(out_, "  %10zu  %12zu  %8s  %9s  %6d  %9.1f %8.2f %8.2f %7s %s\n", r.bytes, r.count, dtypeName(dtype),
+               redop, root, oop_us, r.oop_algbw, r.oop_busbw, oop.c_str(), ip_columns.c_str());
   std::fflush(out_);
 }
 
@@ -369,7 +399,7 @@ long long Report::wrong() const {
 bool Report::footer() {
   long long bad = wrong();
   double busbw_sum = 0;
-  for (const Row& r : rows_) busbw_sum += (r.oop_busbw + r.ip_busbw) / 2;
+  for (const Row& r : rows_) busbw_sum += hasInPlace(o_.collective) ? (r.oop_busbw + r.ip_busbw) / 2 : r.oop_busbw;
   if (!out_) return true;
   std::fprintf(out_, "# Out of bounds values : %lld %s\n", bad, bad == 0 ? "OK" : "FAILED");
   std::fprintf(out_, "# Avg bus bandwidth    : %g \n", rows_.empty() ? 0.0 : busbw_sum / rows_.size());

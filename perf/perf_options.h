@@ -11,7 +11,17 @@
 
 namespace psdp::perf {
 
-enum class Collective { kAllReduce, kReduceScatter, kAllGather, kBroadcast };
+enum class Collective {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kSendRecv
+};
 
 // A reduction as the user names it. Premul-sum is not a psdp_op_t constant: psdp makes it per communicator
 // and dtype with psdp_op_create_premul_sum, so the loop creates it when it runs the combination.
@@ -27,7 +37,7 @@ struct Options {
   int warmup = 5;               // -w
   int agg = 1;                  // -m: operations posted together (nonblocking, on disjoint buffers) per iteration
   bool check = true;            // -c
-  int root = 0;                 // -r: broadcast root
+  int root = 0;                 // -r: root of broadcast, reduce, gather and scatter
   bool blocking = true;         // -z 0: post each call with a request and wait on it
   bool shared_buffers = false;  // -R 1: buffers from psdp_mem_alloc, which direct collectives can reach
   bool huge_pages = true;       // -H 0: buffers on small pages (no transparent huge page advice)
@@ -54,7 +64,10 @@ size_t dtypeBytes(psdp_dtype_t dtype);
 const char* reductionName(Reduction r);
 bool reduces(Collective c);
 bool rooted(Collective c);
-// nccl-tests' busbw = algbw * factor: all-reduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n, broadcast 1.
+// False for all-to-all and send/recv, which have no in-place form: their in-place columns print N/A.
+bool hasInPlace(Collective c);
+// nccl-tests' busbw = algbw * factor: all-reduce 2(n-1)/n; reduce-scatter, all-gather, gather, scatter and
+// all-to-all (n-1)/n; broadcast, reduce and send/recv 1.
 double busFactor(Collective c, int nranks);
 
 // One measured line: out-of-place and in-place of one size, dtype and op.

@@ -67,31 +67,62 @@ Geometry geometryFor(Collective c, size_t bytes, size_t elem, int nranks) {
   size_t all = bytes / elem, per = all / n;
   switch (c) {
     case Collective::kAllReduce:
-    case Collective::kBroadcast: return {all, all, all, all};
-    case Collective::kReduceScatter: return {per, per * n, per, per * n};
-    case Collective::kAllGather: return {per, per, per * n, per * n};
+    case Collective::kBroadcast:
+    case Collective::kReduce:
+    case Collective::kSendRecv: return {all, all, all, all};
+    case Collective::kReduceScatter:
+    case Collective::kScatter: return {per, per * n, per, per * n};
+    case Collective::kAllGather:
+    case Collective::kGather: return {per, per, per * n, per * n};
+    case Collective::kAllToAll: return {per, per * n, per * n, per * n};
   }
   return {0, 0, 0, 0};
 }
 
+// Requests one call makes: send/recv is a receive from the rank before and a send to the rank after.
+constexpr int kMaxRequestsPerCall = 2;
+int requestsPerCall(Collective c) {
+  return c == Collective::kSendRecv ? 2 : 1;
+}
+
+// Posts one call, nonblocking into req[0, requestsPerCall) or, with req NULL, blocking.
 psdp_status_t post(const Call& c, size_t count, const void* send, void* recv, psdp_request_h* req) {
   switch (c.coll) {
     case Collective::kAllReduce: return psdp_all_reduce(send, recv, count, c.dtype, c.op, c.comm, nullptr, req);
     case Collective::kReduceScatter: return psdp_reduce_scatter(send, recv, count, c.dtype, c.op, c.comm, nullptr, req);
     case Collective::kAllGather: return psdp_all_gather(send, recv, count, c.dtype, c.comm, nullptr, req);
     case Collective::kBroadcast: return psdp_broadcast(send, recv, count, c.dtype, c.root, c.comm, nullptr, req);
+    case Collective::kReduce: return psdp_reduce(send, recv, count, c.dtype, c.op, c.root, c.comm, nullptr, req);
+    case Collective::kGather: return psdp_gather(send, recv, count, c.dtype, c.root, c.comm, nullptr, req);
+    case Collective::kScatter: return psdp_scatter(send, recv, count, c.dtype, c.root, c.comm, nullptr, req);
+    case Collective::kAllToAll: return psdp_all_to_all(send, recv, count, c.dtype, c.comm, nullptr, req);
+    case Collective::kSendRecv: {
+      const int left = (c.rank + c.nranks - 1) % c.nranks, right = (c.rank + 1) % c.nranks;
+      psdp_status_t st = psdp_recv(recv, count, c.dtype, left, c.comm, nullptr, &req[0]);
+      return st == PSDP_SUCCESS ? psdp_send(send, count, c.dtype, right, c.comm, nullptr, &req[1]) : st;
+    }
   }
   return PSDP_ERR_INVALID_ARGUMENT;
 }
 
+// Waits for and frees `n` requests; the first error.
+psdp_status_t waitAll(psdp_request_h* req, int n) {
+  psdp_status_t first = PSDP_SUCCESS;
+  for (int k = 0; k < n; ++k) {
+    psdp_status_t waited = psdp_request_wait(req[k]);
+    psdp_status_t freed = psdp_request_free(req[k]);
+    if (first == PSDP_SUCCESS) first = waited != PSDP_SUCCESS ? waited : freed;
+  }
+  return first;
+}
+
+// Send/recv is always posted nonblocking: on a ring, blocking sends would wait for each other.
 psdp_status_t runOnce(const Call& c, size_t count, const void* send, void* recv) {
-  if (c.blocking) return post(c, count, send, recv, nullptr);
-  psdp_request_h req = nullptr;
-  psdp_status_t st = post(c, count, send, recv, &req);
+  if (c.blocking && c.coll != Collective::kSendRecv) return post(c, count, send, recv, nullptr);
+  psdp_request_h req[kMaxRequestsPerCall] = {};
+  psdp_status_t st = post(c, count, send, recv, req);
   if (st != PSDP_SUCCESS) return st;
-  st = psdp_request_wait(req);
-  psdp_status_t freed = psdp_request_free(req);
-  return st != PSDP_SUCCESS ? st : freed;
+  return waitAll(req, requestsPerCall(c.coll));
 }
 
 // Host buffers, 2 MiB aligned (so every dtype is), sized in 8-byte words.
@@ -114,9 +145,14 @@ Placement placementFor(const Call& c, const Geometry& g, const Buffers& b, bool 
   size_t mine = g.count * static_cast<size_t>(c.rank);
   switch (c.coll) {
     case Collective::kAllReduce:
-    case Collective::kBroadcast: return {in_place ? b.r() : b.s(), b.r(), 0, 0};
-    case Collective::kReduceScatter: return {b.s(), in_place ? b.s() + mine * elem : b.r(), 0, mine};
-    case Collective::kAllGather: return {in_place ? b.r() + mine * elem : b.s(), b.r(), mine, 0};
+    case Collective::kBroadcast:
+    case Collective::kReduce: return {in_place ? b.r() : b.s(), b.r(), 0, 0};
+    case Collective::kReduceScatter:
+    case Collective::kScatter: return {b.s(), in_place ? b.s() + mine * elem : b.r(), 0, mine};
+    case Collective::kAllGather:
+    case Collective::kGather: return {in_place ? b.r() + mine * elem : b.s(), b.r(), mine, 0};
+    case Collective::kAllToAll:
+    case Collective::kSendRecv: return {b.s(), b.r(), 0, 0};
   }
   return {b.s(), b.r(), 0, 0};
 }
@@ -140,19 +176,16 @@ struct Measurement {
 psdp_status_t runIteration(const Options& o, const Call& c, const Geometry& g, const Placement& p, size_t slice,
                            std::vector<psdp_request_h>& requests) {
   if (o.agg == 1) return runOnce(c, g.count, p.send, p.recv);
+  const int per_call = requestsPerCall(c.coll);
   psdp_status_t st = PSDP_SUCCESS;
   int posted = 0;
-  for (; posted < o.agg && st == PSDP_SUCCESS; ++posted) {
+  for (; posted < o.agg; ++posted) {
     const size_t at = static_cast<size_t>(posted) * slice;
-    st = post(c, g.count, p.send + at, p.recv + at, &requests[static_cast<size_t>(posted)]);
+    st = post(c, g.count, p.send + at, p.recv + at, &requests[static_cast<size_t>(posted * per_call)]);
     if (st != PSDP_SUCCESS) break;
   }
-  for (int k = 0; k < posted; ++k) {
-    psdp_status_t waited = psdp_request_wait(requests[static_cast<size_t>(k)]);
-    psdp_status_t freed = psdp_request_free(requests[static_cast<size_t>(k)]);
-    if (st == PSDP_SUCCESS) st = waited != PSDP_SUCCESS ? waited : freed;
-  }
-  return st;
+  psdp_status_t waited = waitAll(requests.data(), posted * per_call);
+  return st != PSDP_SUCCESS ? st : waited;
 }
 
 // Times `iters` iterations after `warmup` untimed ones; the time per call (an iteration is -m calls) of the
@@ -160,7 +193,7 @@ psdp_status_t runIteration(const Options& o, const Call& c, const Geometry& g, c
 Measurement measure(const Options& o, const Call& c, const Lineup& lineup, const Geometry& g, const Buffers& b,
                     size_t slice, bool in_place) {
   Placement p = placementFor(c, g, b, in_place);
-  std::vector<psdp_request_h> requests(static_cast<size_t>(o.agg));
+  std::vector<psdp_request_h> requests(static_cast<size_t>(o.agg * requestsPerCall(c.coll)));
   for (int i = 0; i < o.warmup; ++i) PERF_CHECK(c.comm, runIteration(o, c, g, p, slice, requests));
   lineup();
   auto t0 = std::chrono::steady_clock::now();
@@ -173,12 +206,15 @@ Measurement measure(const Options& o, const Call& c, const Lineup& lineup, const
   m.time_us = *std::max_element(all_us.begin(), all_us.end());
   if (!o.check) return m;
   // Garbage first, then the input: a call that leaves recvbuf alone cannot pass on stale results.
-  bool recv_holds_send = in_place && c.coll != Collective::kReduceScatter;
-  if (!recv_holds_send || c.coll == Collective::kAllGather) psdp::perf::fillGarbage(c.dtype, g.recv_count, p.recv);
+  // In place, the input written second overwrites the garbage wherever the two buffers share memory.
+  psdp::perf::fillGarbage(c.dtype, g.recv_count, p.recv);
   psdp::perf::fillInput(c.coll, c.reduction, c.dtype, c.rank, c.root, p.input_first, g.send_count, p.send);
   PERF_CHECK(c.comm, runOnce(c, g.count, p.send, p.recv));
-  long long mine = psdp::perf::countWrong(c.coll, c.reduction, c.dtype, c.nranks, c.root, g.count, p.result_first,
-                                          g.recv_count, p.recv);
+  // The reduce and the gather write the root's recvbuf only.
+  const bool root_only = c.coll == Collective::kReduce || c.coll == Collective::kGather;
+  const size_t checked = root_only && c.rank != c.root ? 0 : g.recv_count;
+  long long mine = psdp::perf::countWrong(c.coll, c.reduction, c.dtype, c.nranks, c.rank, c.root, g.count,
+                                          p.result_first, checked, p.recv);
   int32_t wrong = static_cast<int32_t>(std::min<long long>(mine, INT32_MAX / c.nranks)), total = 0;
   PERF_CHECK(c.comm, psdp_all_reduce(&wrong, &total, 1, PSDP_INT32, PSDP_SUM, c.comm, nullptr, nullptr));
   m.wrong = total;
@@ -229,7 +265,7 @@ void runCombination(const Options& o, Call c, const Lineup& lineup, const Buffer
     for (size_t bytes = o.min_bytes; bytes <= o.max_bytes; bytes = psdp::perf::nextSize(o, bytes)) {
       Geometry g = geometryFor(c.coll, bytes, elem, c.nranks);
       Measurement oop = measure(o, c, lineup, g, b, slice, false);
-      Measurement ip = measure(o, c, lineup, g, b, slice, true);
+      Measurement ip = psdp::perf::hasInPlace(c.coll) ? measure(o, c, lineup, g, b, slice, true) : Measurement{};
       report.row(g.total, c.dtype, redop, root, oop.time_us, oop.wrong, ip.time_us, ip.wrong);
     }
   }

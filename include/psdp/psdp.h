@@ -389,11 +389,62 @@ PSDP_API psdp_status_t psdp_mem_free(void* ptr);
 PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p);
 
 /* ---------------------------------------------------------------------------------------------------
- * Point-to-point and the remaining collectives: declared with NCCL's semantics so that code written for
- * that surface compiles and can test for them, but not implemented yet. Each checks its arguments as the
- * collectives above do (invalid argument naming the argument; unsupported for a non-NULL stream), then
- * returns PSDP_ERR_UNSUPPORTED with a message saying so. Nothing is posted, *request_p is not written and
- * the communicator stays usable.
+ * More collectives, with the rules above (same order on every rank, checked; nonblocking with request_p;
+ * host memory; the same argument checks and errors). The buffers a rank does not use may be NULL there.
+ * Algorithms (psdp-info --algorithms names the rules whose fragment and depth they take):
+ *   reduce: a pipelined chain around the ring ending at the root, each link carrying the data once, the
+ *           reduce-scatter rule's fragment and depth;
+ *   gather, scatter, all-to-all: one message per pair of ranks straight between the buffers, the all-gather
+ *           rule's depth of them in flight per direction;
+ *   all-gather-v, reduce-scatter-v: the ring over blocks of the per-rank counts (the all-gather and
+ *           reduce-scatter rules), so their bandwidth is that of the even forms.
+ * None of them runs the direct algorithm.
+ * ------------------------------------------------------------------------------------------------ */
+
+/* The reduction of every rank's sendbuf (count elements) lands in the root's recvbuf; recvbuf is written on the
+ * root only (it may be NULL elsewhere). In place: sendbuf == recvbuf on the root. Every op of the reductions. */
+PSDP_API psdp_status_t psdp_reduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, psdp_op_t op,
+                                   int root, psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* sendbuf holds sendcount elements; the root's recvbuf receives nranks*sendcount, rank r's at offset
+ * r*sendcount (recvbuf is written on the root only; in place: sendbuf == recvbuf + root*sendcount there). */
+PSDP_API psdp_status_t psdp_gather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype, int root,
+                                   psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* The root's sendbuf holds nranks*recvcount elements; block r lands in rank r's recvbuf (recvcount elements).
+ * sendbuf is read on the root only. In place: recvbuf == sendbuf + root*recvcount on the root. */
+PSDP_API psdp_status_t psdp_scatter(const void* sendbuf, void* recvbuf, size_t recvcount, psdp_dtype_t dtype, int root,
+                                    psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* sendbuf and recvbuf hold nranks*count elements: block r of sendbuf goes to rank r, block r of recvbuf
+ * comes from rank r. Not in place: the buffers must not overlap. */
+PSDP_API psdp_status_t psdp_all_to_all(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
+                                       psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* All-gather with per-rank counts: recvcounts holds nranks entries, the same on every rank (checked: a rank
+ * passing other counts gets PSDP_ERR_MISMATCH, as for any other difference). sendbuf holds recvcounts[rank]
+ * elements; recvbuf receives their sum, rank r's block at offset recvcounts[0] + ... + recvcounts[r-1]. In place:
+ * sendbuf == recvbuf + that offset for this rank. recvcounts is read during the call only. Counts may be 0. */
+PSDP_API psdp_status_t psdp_all_gather_v(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                         psdp_dtype_t dtype, psdp_comm_h comm, void* stream, psdp_request_h* request_p);
+
+/* Reduce-scatter with per-rank counts (recvcounts as for psdp_all_gather_v): sendbuf holds their sum; recvbuf
+ * receives recvcounts[rank] elements, the reduction of this rank's block. In place: recvbuf == sendbuf + the
+ * sum of recvcounts before this rank. */
+PSDP_API psdp_status_t psdp_reduce_scatter_v(const void* sendbuf, void* recvbuf, const size_t* recvcounts,
+                                             psdp_dtype_t dtype, psdp_op_t op, psdp_comm_h comm, void* stream,
+                                             psdp_request_h* request_p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Point-to-point. The n-th psdp_send from rank a to rank b is matched by the n-th psdp_recv on b from a, whatever
+ * else either rank posts in between (collectives, or messages to and from other ranks): only the two ranks
+ * take part and the other ranks need not call anything. count and dtype must give the same bytes at both
+ * ends: a receive of another size fails with PSDP_ERR_MISMATCH on the receiver, which fails the communicator
+ * as any error does (the sender is told, as all members are). Messages go straight between the two buffers.
+ * Nonblocking with request_p, as the collectives; a blocking send returns once the message has left sendbuf
+ * (which may be before the receiver has it), a blocking recv once it is in recvbuf. peer may be this rank for
+ * nonblocking calls only (post both halves, then wait); a blocking call to itself is an invalid argument.
+ * Errors: invalid argument (peer outside [0, nranks), buffers as above), timeout, remote, mismatch.
  * ------------------------------------------------------------------------------------------------ */
 
 /* Sends count elements of sendbuf to rank `peer`, to be matched by its psdp_recv. */
@@ -403,16 +454,6 @@ PSDP_API psdp_status_t psdp_send(const void* sendbuf, size_t count, psdp_dtype_t
 /* Receives count elements from rank `peer` into recvbuf. */
 PSDP_API psdp_status_t psdp_recv(void* recvbuf, size_t count, psdp_dtype_t dtype, int peer, psdp_comm_h comm,
                                  void* stream, psdp_request_h* request_p);
-
-/* sendbuf and recvbuf hold nranks*count elements: block r of sendbuf goes to rank r, block r of recvbuf
- * comes from rank r. Not in place: the buffers must not overlap. */
-PSDP_API psdp_status_t psdp_all_to_all(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
-                                       psdp_comm_h comm, void* stream, psdp_request_h* request_p);
-
-/* sendbuf holds sendcount elements; the root's recvbuf receives nranks*sendcount, rank r's at offset
- * r*sendcount (recvbuf is read on the root only; in place: sendbuf == recvbuf + root*sendcount there). */
-PSDP_API psdp_status_t psdp_gather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype, int root,
-                                   psdp_comm_h comm, void* stream, psdp_request_h* request_p);
 
 /* ---------------------------------------------------------------------------------------------------
  * Requests of nonblocking collectives

@@ -1,12 +1,16 @@
 /*
- * The MPI side of perf/compare: MPI_Allreduce, MPI_Reduce_scatter_block and MPI_Allgather on float32 (sum),
- * timed as psdp-perf times its collectives, so that the two can be read side by side.
+ * The MPI side of perf/compare: MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Reduce, MPI_Gather,
+ * MPI_Scatter, MPI_Alltoall and MPI_Sendrecv (to the next rank, from the one before) on float32 (sum), timed as
+ * psdp-perf times its collectives, so that the two can be read side by side. Roots are rank 0.
  *
- *   mpirun -np 2 ./mpi_coll_bench {ar|rs|ag} MIN_BYTES MAX_BYTES ITERS WARMUP [in-place]
+ *   mpirun -np 2 ./mpi_coll_bench {ar|rs|ag|reduce|gather|scatter|a2a|sendrecv} MIN_BYTES MAX_BYTES ITERS WARMUP
+ *                                 [in-place]
  *
- * With "in-place" the calls take MPI_IN_PLACE, as nccl-tests' in-place columns do: all-reduce sums the
- * receive buffer into itself, reduce-scatter reads the whole vector from the receive buffer and leaves this
- * rank's block at its start, all-gather finds this rank's block at its place in the receive buffer.
+ * With "in-place" the calls take MPI_IN_PLACE (on the root, for the rooted ones), as nccl-tests' in-place
+ * columns do: all-reduce and reduce sum the receive buffer into itself, reduce-scatter reads the whole vector
+ * from the receive buffer and leaves this rank's block at its start, all-gather and gather find this rank's
+ * block at its place in the receive buffer, scatter leaves the root's block in the send buffer. All-to-all
+ * and send/recv have no in-place form here (psdp-perf prints N/A).
  *
  * Sizes are the whole vector in bytes (nccl-tests' "size"), doubled from MIN to MAX. Buffers are allocated
  * and written once at the largest size before anything is timed, because first touch of fresh pages is slow
@@ -18,8 +22,60 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum Coll { AR, RS, AG, REDUCE, GATHER, SCATTER, A2A, SENDRECV, NCOLLS };
+static const char* const kNames[NCOLLS] = {"ar", "rs", "ag", "reduce", "gather", "scatter", "a2a", "sendrecv"};
+
 static void usage(void) {
-  fprintf(stderr, "usage: mpi_coll_bench {ar|rs|ag} MIN_BYTES MAX_BYTES ITERS WARMUP [in-place]\n");
+  fprintf(stderr,
+          "usage: mpi_coll_bench {ar|rs|ag|reduce|gather|scatter|a2a|sendrecv} MIN_BYTES MAX_BYTES ITERS WARMUP "
+          "[in-place]\n");
+}
+
+/* One call of `coll` on the whole vector of `all` elements (`per` per rank). */
+static void call(enum Coll coll, int in_place, float* send, float* recv, size_t all, size_t per, int rank, int nranks) {
+  void* inplace_send = rank == 0 ? MPI_IN_PLACE : (void*)send;
+  switch (coll) {
+    case AR:
+      MPI_Allreduce(in_place ? MPI_IN_PLACE : send, in_place ? send : recv, (int)all, MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      break;
+    case RS:
+      MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : send, in_place ? send : recv, (int)per, MPI_FLOAT, MPI_SUM,
+                               MPI_COMM_WORLD);
+      break;
+    case AG:
+      if (in_place) {
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, send, (int)per, MPI_FLOAT, MPI_COMM_WORLD);
+      } else {
+        MPI_Allgather(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, MPI_COMM_WORLD);
+      }
+      break;
+    case REDUCE:
+      MPI_Reduce(in_place ? inplace_send : send, in_place ? send : recv, (int)all, MPI_FLOAT, MPI_SUM, 0,
+                 MPI_COMM_WORLD);
+      break;
+    case GATHER:
+      if (in_place) {
+        MPI_Gather(inplace_send, (int)per, MPI_FLOAT, send, (int)per, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      } else {
+        MPI_Gather(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      }
+      break;
+    case SCATTER:
+      if (in_place) {
+        MPI_Scatter(send, (int)per, MPI_FLOAT, rank == 0 ? MPI_IN_PLACE : (void*)recv, (int)per, MPI_FLOAT, 0,
+                    MPI_COMM_WORLD);
+      } else {
+        MPI_Scatter(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, 0, MPI_COMM_WORLD);
+      }
+      break;
+    case A2A: MPI_Alltoall(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, MPI_COMM_WORLD); break;
+    case SENDRECV:
+      MPI_Sendrecv(send, (int)all, MPI_FLOAT, (rank + 1) % nranks, 0, recv, (int)all, MPI_FLOAT,
+                   (rank + nranks - 1) % nranks, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      break;
+    case NCOLLS: break;
+  }
 }
 
 int main(int argc, char** argv) {
@@ -28,12 +84,15 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
   int in_place = argc == 7 && strcmp(argv[6], "in-place") == 0;
-  if ((argc != 6 && !in_place) || (strcmp(argv[1], "ar") && strcmp(argv[1], "rs") && strcmp(argv[1], "ag"))) {
+  enum Coll coll = NCOLLS;
+  for (int c = 0; argc > 1 && c < NCOLLS; ++c) {
+    if (strcmp(argv[1], kNames[c]) == 0) coll = (enum Coll)c;
+  }
+  if ((argc != 6 && !in_place) || coll == NCOLLS || (in_place && (coll == A2A || coll == SENDRECV))) {
     if (rank == 0) usage();
     MPI_Finalize();
     return 2;
   }
-  int is_ar = strcmp(argv[1], "ar") == 0, is_rs = strcmp(argv[1], "rs") == 0;
   size_t min_bytes = strtoull(argv[2], NULL, 10), max_bytes = strtoull(argv[3], NULL, 10);
   int iters = atoi(argv[4]), warmup = atoi(argv[5]);
   if (min_bytes < 4 * (size_t)nranks || max_bytes < min_bytes || iters < 1 || warmup < 0) {
@@ -55,7 +114,8 @@ int main(int argc, char** argv) {
     recv[i] = 0.0f;
   }
   double n = nranks;
-  double factor = is_ar ? 2.0 * (n - 1) / n : (n - 1) / n;
+  /* nccl-tests' busbw factors. */
+  double factor = coll == AR ? 2.0 * (n - 1) / n : coll == REDUCE || coll == SENDRECV ? 1.0 : (n - 1) / n;
   for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     size_t all = bytes / sizeof(float), per = all / (size_t)nranks;
     double start = 0;
@@ -65,24 +125,13 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         start = MPI_Wtime();
       }
-      if (in_place && is_ar) {
-        MPI_Allreduce(MPI_IN_PLACE, send, (int)all, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      } else if (in_place && is_rs) {
-        MPI_Reduce_scatter_block(MPI_IN_PLACE, send, (int)per, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      } else if (in_place) {
-        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, send, (int)per, MPI_FLOAT, MPI_COMM_WORLD);
-      } else if (is_ar) {
-        MPI_Allreduce(send, recv, (int)all, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      } else if (is_rs) {
-        MPI_Reduce_scatter_block(send, recv, (int)per, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      } else {
-        MPI_Allgather(send, (int)per, MPI_FLOAT, recv, (int)per, MPI_FLOAT, MPI_COMM_WORLD);
-      }
+      call(coll, in_place, send, recv, all, per, rank, nranks);
     }
     double my_us = (MPI_Wtime() - start) * 1e6 / iters, max_us = 0;
     MPI_Reduce(&my_us, &max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    /* The whole vector, as psdp-perf and nccl-tests: reduce-scatter and all-gather move per * nranks. */
-    size_t total = (is_ar ? all : per * (size_t)nranks) * sizeof(float);
+    /* The whole vector, as psdp-perf and nccl-tests: the collectives of blocks move per * nranks. */
+    int whole = coll == AR || coll == REDUCE || coll == SENDRECV;
+    size_t total = (whole ? all : per * (size_t)nranks) * sizeof(float);
     double algbw = total / max_us / 1e3;
     if (rank == 0) printf("%zu %.1f %.3f %.3f\n", total, max_us, algbw, algbw * factor);
     fflush(stdout);

@@ -25,7 +25,14 @@ import sys
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLS = ("ar", "rs", "ag")
+# psdp-perf's and mpi_coll_bench's names; all-to-all and send/recv have no in-place form.
+KNOWN_COLLS = ("ar", "rs", "ag", "reduce", "gather", "scatter", "a2a", "sendrecv")
+NO_IN_PLACE = ("a2a", "sendrecv")
+
+
+def places_of(coll):
+    """(place, column suffix) pairs measured for `coll`: out of place, and in place where it has one."""
+    return ((0, ""),) if coll in NO_IN_PLACE else ((0, ""), (1, " ip"))
 # glibc >= 2.35: malloc advises transparent huge pages for what it maps.
 THP_ENV = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
 
@@ -192,7 +199,12 @@ def main():
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     p.add_argument("--output", help="also write the markdown table to this file")
+    p.add_argument("--colls", default="ar,rs,ag",
+                   help="collectives, psdp-perf's names: " + ",".join(KNOWN_COLLS) + " (default ar,rs,ag)")
     args = p.parse_args()
+    colls = tuple(c for c in args.colls.split(",") if c)
+    if not colls or any(c not in KNOWN_COLLS for c in colls):
+        sys.exit(f"run_compare: --colls {args.colls!r}: expected a list of {', '.join(KNOWN_COLLS)}")
     args.psdp_run = os.path.join(args.build, "bin", "psdp-run")
     args.psdp_perf = os.path.join(args.build, "bin", "psdp-perf")
     for tool in (args.psdp_run, args.psdp_perf):
@@ -219,9 +231,9 @@ def main():
         sizes.append(s)
         s *= 2
     ucx_variants = [("", False), ("sm,self", False), ("", True), ("sm,self", True)]
-    psdp = {(m, c, place): {s: [] for s in sizes} for m in modes for c in COLLS for place in (0, 1)}
+    psdp = {(m, c, place): {s: [] for s in sizes} for m in modes for c in colls for place in (0, 1)}
     ucx = {v: {s: [] for s in sizes} for v in ucx_variants}
-    mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in configs for c in COLLS for place in (0, 1)}
+    mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in configs for c in colls for place in (0, 1)}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
         binary = os.path.join(tmp, "mpi_coll_bench")
         if not args.no_mpi:
@@ -232,7 +244,7 @@ def main():
         for rep in range(args.reps):
             print(f"repetition {rep + 1}/{args.reps}", file=sys.stderr)
             for m in modes:
-                for c in COLLS:
+                for c in colls:
                     for size, both in psdp_once(args, c, tmp, m).items():
                         size = nominal(size, sizes)
                         for place in (0, 1):
@@ -245,8 +257,8 @@ def main():
                         ucx[v][size].append(ucx_once(args, size, v, port))
             if not args.no_mpi:
                 for cfg in configs:
-                    for c in COLLS:
-                        for place in (0, 1):
+                    for c in colls:
+                        for place, _ in places_of(c):
                             for size, bw in mpi_once(args, binary, c, cfg, place).items():
                                 size = nominal(size, sizes)
                                 if size in mpi[(cfg, c, place)]:
@@ -255,39 +267,41 @@ def main():
     # Open MPI's best variant per (collective, in place?, size), and the best put_bw variant per size.
     ompi, ompi_winner, put, put_winner = {}, {}, {}, {}
     for s in sizes:
-        for c in COLLS:
-            for place in (0, 1):
+        for c in colls:
+            for place, _ in places_of(c):
                 cands = [x for x in ((median(mpi[(cfg, c, place)][s]), cfg) for cfg in configs) if x[0] is not None]
                 ompi[(c, place, s)], ompi_winner[(c, place, s)] = max(cands) if cands else (None, "-")
         puts = [x for x in ((median(ucx[v][s]), v) for v in ucx_variants) if x[0] is not None]
         put[s], put_winner[s] = max(puts) if puts else (None, None)
     med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
-    places = ((0, ""), (1, " ip"))
     lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; \"ip\": in place "
              "(nccl-tests' in-place columns; MPI_IN_PLACE for Open MPI); put_bw: ucx_perftest one-sided put "
              "bandwidth, the best of UCX_TLS default/sm,self with and without huge pages; ompi: the best Open MPI "
              "variant per size and column.", ""]
-    header = "| size | put_bw | " + " | ".join(f"ompi {c}{label}" for c in COLLS for _, label in places) + " |"
+    header = "| size | put_bw | " + " | ".join(f"ompi {c}{label}" for c in colls for _, label in places_of(c)) + " |"
     lines += ["Peers:", "", header, "|" + "---|" * (header.count("|") - 1)]
     for s in sizes:
         lines.append(f"| {human(s)} | {fmt(put[s])} | " +
-                     " | ".join(fmt(ompi[(c, place, s)]) for c in COLLS for place, _ in places) + " |")
+                     " | ".join(fmt(ompi[(c, place, s)]) for c in colls for place, _ in places_of(c)) + " |")
     big, mid = 256 << 20, 16 << 20
+    # all-gather and reduce-scatter are also set against one-sided put bandwidth, every collective against Open MPI.
+    put_ratios = [(c, place, label) for c in ("ag", "rs") if c in colls for place, label in places_of(c)]
+    ompi_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
     for m in modes:
-        header = ("| size | " + " | ".join(f"{c}{label}" for c in COLLS for _, label in places) +
-                  " | ag/put | ag ip/put | rs/put | rs ip/put | rs/ompi | rs ip/ompi ip | ar/ompi | ar ip/ompi ip |")
+        header = ("| size | " + " | ".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + " | " +
+                  " | ".join(f"{c}{label}/put" for c, _, label in put_ratios) + (" | " if put_ratios else "") +
+                  " | ".join(f"{c}{label}/ompi{label}" for c, _, label in ompi_ratios) + " |")
         rows = [header, "|" + "---|" * (header.count("|") - 1)]
         for s in sizes:
-            bw = {(c, place): med[(m, c, place)][s] for c in COLLS for place in (0, 1)}
-            cells = [fmt(bw[(c, place)]) for c in COLLS for place, _ in places]
-            cells += [fmt(ratio(bw[("ag", place)], put[s])) for place in (0, 1)]
-            cells += [fmt(ratio(bw[("rs", place)], put[s])) for place in (0, 1)]
-            cells += [fmt(ratio(bw[(c, place)], ompi[(c, place, s)])) for c in ("rs", "ar") for place in (0, 1)]
+            bw = {(c, place): med[(m, c, place)][s] for c in colls for place in (0, 1)}
+            cells = [fmt(bw[(c, place)]) for c in colls for place, _ in places_of(c)]
+            cells += [fmt(ratio(bw[(c, place)], put[s])) for c, place, _ in put_ratios]
+            cells += [fmt(ratio(bw[(c, place)], ompi[(c, place, s)])) for c, place, _ in ompi_ratios]
             rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
         lines += ["", f"psdp on {PSDP_MODES[m][0]}:", ""] + rows + [""]
         parts = []
-        for c in COLLS:
-            for place, label in places:
+        for c in colls:
+            for place, label in places_of(c):
                 parts.append(f"{c}{label} {fmt(ratio(med[(m, c, place)].get(big), med[(m, c, place)].get(mid)))}")
         lines.append(f"psdp ({m}) busbw 256M/16M: " + ", ".join(parts))
     if not args.no_ucx:
@@ -296,8 +310,8 @@ def main():
             for s in sizes if put_winner[s]))
     if not args.no_mpi:
         lines.append("best Open MPI variant per size: " + "; ".join(
-            f"{human(s)} " + "/".join(ompi_winner[(c, place, s)] for c in COLLS for place, _ in places)
-            for s in sizes) + " (" + "/".join(f"{c}{label}" for c in COLLS for _, label in places) + ")")
+            f"{human(s)} " + "/".join(ompi_winner[(c, place, s)] for c in colls for place, _ in places_of(c))
+            for s in sizes) + " (" + "/".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + ")")
         lines.append("Open MPI base: mpirun " + " ".join(MPI_BASE) + " -np " + str(args.np))
     text = "\n".join(lines) + "\n"
     print(text)

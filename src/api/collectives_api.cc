@@ -1,8 +1,7 @@
 // The C boundary for collectives: argument checks, then the communicator.
-#include <memory>
-
 #include "api/guard.h"
 #include "api/handle.h"
+#include "api/submit.h"
 #include "api/validate.h"
 
 using psdp::Status;
@@ -11,27 +10,9 @@ using psdp::api::checkHandle;
 using psdp::api::CollectiveArgs;
 using psdp::api::countTimesRanks;
 using psdp::api::guarded;
+using psdp::api::RequestSlot;
+using psdp::api::submit;
 using psdp::api::validateCollective;
-
-namespace {
-
-using RequestSlot = std::shared_ptr<psdp::core::Request>*;
-
-// Runs `post` (a Communicator call taking a request slot, NULL for blocking) and, when the caller asked
-// for a request, publishes it as a live handle. *request_p is written only on success.
-template <typename Post>
-Status submit(psdp_comm_h comm, psdp_request_h* request_p, Post&& post) {
-  if (request_p == nullptr) return post(nullptr);
-  // Allocated before posting, so that running out of memory cannot lose an operation already queued.
-  auto handle = std::make_unique<psdp_request>();
-  handle->comm = comm;
-  PSDP_RETURN_IF_ERROR(post(&handle->impl));
-  psdp::api::registerRequest(handle.get());
-  *request_p = handle.release();
-  return Status::ok();
-}
-
-}  // namespace
 
 extern "C" {
 

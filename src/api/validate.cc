@@ -55,6 +55,26 @@ Result<size_t> countTimesRanks(const char* name, size_t count, int nranks) {
   return count * static_cast<size_t>(nranks);
 }
 
+Result<CountsTotal> sumCounts(const char* name, const char* what, const size_t* counts, int nranks, int rank) {
+  if (counts == nullptr) return Status::invalidArgument("{}: {} is NULL", name, what);
+  CountsTotal sum;
+  for (int r = 0; r < nranks; ++r) {
+    if (r == rank) sum.before_rank = sum.total;
+    if (__builtin_add_overflow(sum.total, counts[r], &sum.total)) {
+      return Status::invalidArgument("{}: {} overflow: their sum up to rank {} ({}) exceeds SIZE_MAX", name, what, r,
+                                     counts[r]);
+    }
+  }
+  return sum;
+}
+
+Status checkRank(const char* call, const char* what, int value, int nranks) {
+  if (value < 0 || value >= nranks) {
+    return Status::invalidArgument("{}: {} {} is outside [0, {})", call, what, value, nranks);
+  }
+  return Status::ok();
+}
+
 Status checkOut(const void* out, const char* name) {
   if (out == nullptr) return Status::invalidArgument("{} is NULL", name);
   return Status::ok();
@@ -92,9 +112,11 @@ Status validateCollective(const CollectiveArgs& a) {
   uintptr_t inplace = a.send_inside_recv ? recv + a.inplace_offset * elem : send + a.inplace_offset * elem;
   bool is_inplace = a.send_inside_recv ? send == inplace : recv == inplace;
   if (!is_inplace && rangesOverlap(send, send_bytes, recv, recv_bytes)) {
-    return Status::invalidArgument(
-        "{}: sendbuf and recvbuf overlap but are not in place (in place means {})", a.name,
-        a.send_inside_recv ? "sendbuf == recvbuf + rank * count" : "recvbuf == sendbuf + rank * count");
+    const char* rule = a.inplace_rule != nullptr ? a.inplace_rule
+                       : a.send_inside_recv      ? "sendbuf == recvbuf + rank * count"
+                                                 : "recvbuf == sendbuf + rank * count";
+    return Status::invalidArgument("{}: sendbuf and recvbuf overlap but are not in place (in place means {})", a.name,
+                                   rule);
   }
   return Status::ok();
 }

@@ -24,6 +24,9 @@ struct CollectiveArgs {
   psdp_op_t op;
   void* stream;
   psdp_request_h* request_p;  // NULL: blocking
+  // How the call defines in place, for the overlap error; null: "sendbuf == recvbuf + rank * count" (or the
+  // reverse, as send_inside_recv says).
+  const char* inplace_rule = nullptr;
 };
 
 Status validateCollective(const CollectiveArgs& args);
@@ -37,5 +40,16 @@ Status checkOut(const void* out, const char* name);
 
 // count * nranks, or invalid argument naming the call (`name`) when it overflows.
 Result<size_t> countTimesRanks(const char* name, size_t count, int nranks);
+
+// The per-rank counts of a -v call (`what` names the argument): their sum, and the sum of those before
+// `rank`. Errors: invalid argument when counts is NULL or the sum overflows (naming the rank).
+struct CountsTotal {
+  size_t total = 0;
+  size_t before_rank = 0;
+};
+Result<CountsTotal> sumCounts(const char* name, const char* what, const size_t* counts, int nranks, int rank);
+
+// Invalid argument unless 0 <= value < nranks: "<call>: <what> 5 is outside [0, 4)".
+Status checkRank(const char* call, const char* what, int value, int nranks);
 
 }  // namespace psdp::api

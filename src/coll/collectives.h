@@ -111,6 +111,33 @@ class Collectives {
   virtual Result<std::unique_ptr<CollTask>> postBroadcast(const void* sendbuf, void* recvbuf, size_t count,
                                                           psdp_dtype_t dtype, int root) = 0;
   virtual Result<std::unique_ptr<CollTask>> postBarrier() = 0;
+  // recvbuf: count elements, written on the root only (ignored elsewhere); sendbuf: count elements. In place:
+  // sendbuf == recvbuf on the root.
+  virtual Result<std::unique_ptr<CollTask>> postReduce(const void* sendbuf, void* recvbuf, size_t count,
+                                                       psdp_dtype_t dtype, psdp_op_t op, int root) = 0;
+  // sendbuf: sendcount elements; recvbuf: nranks*sendcount on the root only. In place (root): sendbuf ==
+  // recvbuf + root*sendcount.
+  virtual Result<std::unique_ptr<CollTask>> postGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                                       psdp_dtype_t dtype, int root) = 0;
+  // sendbuf: nranks*recvcount elements on the root only; recvbuf: recvcount. In place (root): recvbuf ==
+  // sendbuf + root*recvcount.
+  virtual Result<std::unique_ptr<CollTask>> postScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                                        psdp_dtype_t dtype, int root) = 0;
+  // sendbuf, recvbuf: nranks*count elements, not overlapping.
+  virtual Result<std::unique_ptr<CollTask>> postAllToAll(const void* sendbuf, void* recvbuf, size_t count,
+                                                         psdp_dtype_t dtype) = 0;
+  // counts: nranks entries, read during the call only. recvbuf: their sum, rank r's block at the sum of the
+  // counts before r; sendbuf: counts[rank]. In place: sendbuf == recvbuf + that offset for this rank.
+  virtual Result<std::unique_ptr<CollTask>> postAllGatherV(const void* sendbuf, void* recvbuf, const size_t* counts,
+                                                           psdp_dtype_t dtype) = 0;
+  // counts as above. sendbuf: their sum; recvbuf: counts[rank], the reduction of this rank's block. In place:
+  // recvbuf == sendbuf + this rank's offset.
+  virtual Result<std::unique_ptr<CollTask>> postReduceScatterV(const void* sendbuf, void* recvbuf, const size_t* counts,
+                                                               psdp_dtype_t dtype, psdp_op_t op) = 0;
+  // One message to or from `peer` (coll/point_to_point.h). Errors: invalid argument (peer outside the team).
+  virtual Result<std::unique_ptr<CollTask>> postSend(const void* sendbuf, size_t count, psdp_dtype_t dtype,
+                                                     int peer) = 0;
+  virtual Result<std::unique_ptr<CollTask>> postRecv(void* recvbuf, size_t count, psdp_dtype_t dtype, int peer) = 0;
 
   // Blocking forms: post, then drive the task in this thread until done or the deadline.
 

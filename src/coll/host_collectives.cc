@@ -18,11 +18,14 @@
 #include <mutex>
 
 #include "base/recycled.h"
+#include "coll/block_offsets_pool.h"
 #include "coll/chain_broadcast.h"
 #include "coll/direct_kernels.h"
 #include "coll/direct_phase.h"
 #include "coll/op_context.h"
 #include "coll/op_header_check.h"
+#include "coll/peer_exchange.h"
+#include "coll/point_to_point.h"
 #include "coll/recursive_collectives.h"
 #include "coll/recursive_exchange.h"
 #include "coll/reduce_kernels.h"
@@ -49,7 +52,8 @@ enum class Stage {
   kBroadcast,
   kRecursiveAllReduce,
   kRecursiveReduceScatter,
-  kRecursiveAllGather
+  kRecursiveAllGather,
+  kExchange,
 };
 
 // Why an operation runs the algorithm it runs, for the debug log.
@@ -73,6 +77,7 @@ struct TaskPlan {
   RecursiveAllReduceArgs recursive_reduce;
   RecursiveReduceScatterArgs recursive_scatter;
   RecursiveAllGatherArgs recursive_gather;
+  PeerExchangeArgs exchange;
   DirectArgs direct;
   bool tries_direct = false;  // stages[0] is kDirect; the others run only if it finds buffers out of reach
   bool recursive = false;
@@ -114,7 +119,8 @@ struct TaskSlot {
 
 class HostTask final : public CollTask, public Recycled<HostTask> {
  public:
-  HostTask(HostCollectives& owner, const OpContext& op, const TaskPlan& plan);
+  // `offsets`: the array the plan's block layouts point into, if any.
+  HostTask(HostCollectives& owner, const OpContext& op, const TaskPlan& plan, BlockOffsetsPool::Lease offsets);
   // Gives the task slot and any staging back.
   ~HostTask() override;
 
@@ -139,6 +145,7 @@ class HostTask final : public CollTask, public Recycled<HostTask> {
   bool staging_claimed_ = false;
   OpContext op_;
   TaskPlan plan_;
+  BlockOffsetsPool::Lease offsets_;
   int next_stage_ = 0;
   PhasePtr phase_;                       // in slot_->phase
   DirectPhase* direct_phase_ = nullptr;  // phase_, while it is the direct phase
@@ -150,14 +157,18 @@ class HostTask final : public CollTask, public Recycled<HostTask> {
   Status data_error_;   // a stage's mismatch, held until the agreement explains it
 };
 
-class HostCollectives final : public Collectives {
+class HostCollectives final : public Collectives, public PointToPointOwner {
  public:
   HostCollectives(transport::Transport& transport, const CollParams& params, StagingArena arena,
                   std::unique_ptr<transport::PeerMemory> peer_memory, DirectChannel::TileMemory tiles)
       : Collectives(transport),
         params_(params),
         arena_(std::move(arena)),
-        direct_(std::move(peer_memory), std::move(tiles)) {
+        direct_(std::move(peer_memory), std::move(tiles)),
+        offsets_pool_(params.nranks),
+        p2p_completions_(params.max_tasks),
+        send_seq_(static_cast<size_t>(params.nranks)),
+        recv_seq_(static_cast<size_t>(params.nranks)) {
     for (int i = 0; i < kMaxTasksInFlight; ++i)
       slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks, params.algorithms.maxDepth()));
   }
@@ -171,9 +182,24 @@ class HostCollectives final : public Collectives {
   Result<std::unique_ptr<CollTask>> postBroadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
                                                   int root) override;
   Result<std::unique_ptr<CollTask>> postBarrier() override;
+  Result<std::unique_ptr<CollTask>> postReduce(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype,
+                                               psdp_op_t op, int root) override;
+  Result<std::unique_ptr<CollTask>> postGather(const void* sendbuf, void* recvbuf, size_t sendcount, psdp_dtype_t dtype,
+                                               int root) override;
+  Result<std::unique_ptr<CollTask>> postScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                                psdp_dtype_t dtype, int root) override;
+  Result<std::unique_ptr<CollTask>> postAllToAll(const void* sendbuf, void* recvbuf, size_t count,
+                                                 psdp_dtype_t dtype) override;
+  Result<std::unique_ptr<CollTask>> postAllGatherV(const void* sendbuf, void* recvbuf, const size_t* counts,
+                                                   psdp_dtype_t dtype) override;
+  Result<std::unique_ptr<CollTask>> postReduceScatterV(const void* sendbuf, void* recvbuf, const size_t* counts,
+                                                       psdp_dtype_t dtype, psdp_op_t op) override;
+  Result<std::unique_ptr<CollTask>> postSend(const void* sendbuf, size_t count, psdp_dtype_t dtype, int peer) override;
+  Result<std::unique_ptr<CollTask>> postRecv(void* recvbuf, size_t count, psdp_dtype_t dtype, int peer) override;
 
   Status checkUsable() const;
-  void fail(const OpContext& op, const Status& status);
+  void fail(const OpContext& op, const Status& status) override;
+  CompletionPool& completions() override { return p2p_completions_; }
   // `tries_direct`: the task starts with the direct phase.
   void logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const;
   // Whether a task that tries direct should skip it this time. Every rank must decide alike although tasks
@@ -198,8 +224,9 @@ class HostCollectives final : public Collectives {
 
  private:
   OpContext beginOp(OpHeader header);
-  std::unique_ptr<CollTask> makeTask(const OpContext& op, const TaskPlan& plan) {
-    return std::make_unique<HostTask>(*this, op, plan);
+  std::unique_ptr<CollTask> makeTask(const OpContext& op, const TaskPlan& plan,
+                                     BlockOffsetsPool::Lease offsets = BlockOffsetsPool::Lease()) {
+    return std::make_unique<HostTask>(*this, op, plan, std::move(offsets));
   }
   // An operation with no peer to meet (count 0, or a lone rank): start() copies `bytes` from src to dst.
   std::unique_ptr<CollTask> localTask(const OpContext& op, TaskPlan& plan, const void* src, void* dst, size_t bytes) {
@@ -221,12 +248,29 @@ class HostCollectives final : public Collectives {
   enum class RecursiveFit { kAnyRanks, kPowerOfTwo, kNone };
   void chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes, RecursiveFit fit, size_t staging_bytes) const;
   std::unique_ptr<CollTask> withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args, size_t bytes);
+  // The offsets of blocks of `counts` elements (nranks of them): their prefix sums. Errors: invalid argument
+  // when the total overflows.
+  Result<BlockOffsetsPool::Lease> offsetsOf(const size_t* counts, const char* call);
+  // gather, scatter and all-to-all: one exchange stage moving `block_bytes` per pair.
+  std::unique_ptr<CollTask> exchangeTask(const OpContext& op, TaskPlan& plan, const PeerExchangeArgs& args,
+                                         size_t total_bytes);
+  Result<std::unique_ptr<CollTask>> postPointToPoint(OpKind kind, std::byte* data, size_t count, psdp_dtype_t dtype,
+                                                     int peer);
+  Status checkRoot(const char* call, const char* what, int root) const {
+    if (root >= 0 && root < params_.nranks) return Status::ok();
+    return Status::invalidArgument("{} {} {} is outside [0, {})", call, what, root, params_.nranks);
+  }
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
   CollParams params_;
   StagingArena arena_;
   std::vector<std::unique_ptr<TaskSlot>> slots_;  // task slot of operation seq: seq % kMaxTasksInFlight
   DirectChannel direct_;
+  BlockOffsetsPool offsets_pool_;
+  CompletionPool p2p_completions_;
+  // Point-to-point messages posted to (send) and from (recv) each rank: both ends count alike (coll/tag.h).
+  std::vector<uint32_t> send_seq_;
+  std::vector<uint32_t> recv_seq_;
   int direct_backoff_ = 0;     // length of the last run of skips; doubles with every fallback
   int direct_skips_left_ = 0;  // operations still to skip them
   bool read_failure_logged_ = false;
@@ -239,8 +283,8 @@ class HostCollectives final : public Collectives {
 
 // ---- HostTask ------------------------------------------------------------------------------------------
 
-HostTask::HostTask(HostCollectives& owner, const OpContext& op, const TaskPlan& plan)
-    : owner_(owner), op_(op), plan_(plan) {
+HostTask::HostTask(HostCollectives& owner, const OpContext& op, const TaskPlan& plan, BlockOffsetsPool::Lease offsets)
+    : owner_(owner), op_(op), plan_(plan), offsets_(std::move(offsets)) {
   owner_.countDirectBytes(plan_.direct_bytes);
 }
 
@@ -412,6 +456,7 @@ PhasePtr HostTask::startStage(Stage stage) {
     case Stage::kRecursiveAllReduce: return startRecursiveAllReduce(slot_->phase, op_, plan_.recursive_reduce);
     case Stage::kRecursiveReduceScatter: return startRecursiveReduceScatter(slot_->phase, op_, plan_.recursive_scatter);
     case Stage::kRecursiveAllGather: return startRecursiveAllGather(slot_->phase, op_, plan_.recursive_gather);
+    case Stage::kExchange: return startPeerExchange(slot_->phase, op_, plan_.exchange);
   }
   return nullptr;  // unreachable: every stage is handled above
 }
@@ -567,6 +612,189 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postBarrier() {
   return makeTask(beginOp(OpHeader{OpKind::kBarrier}), TaskPlan{});
 }
 
+// The reduce is a ring reduce-scatter whose only non-empty block is the root's: every fragment goes once
+// around the ring, starting at the rank after the root, each rank adding its input, and ends reduced in the
+// root's recvbuf (a pipelined chain: every link carries the data once). The other ranks write nothing.
+Result<std::unique_ptr<CollTask>> HostCollectives::postReduce(const void* sendbuf, void* recvbuf, size_t count,
+                                                              psdp_dtype_t dtype, psdp_op_t op_kind, int root) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("reduce", dtype, op_kind));
+  PSDP_RETURN_IF_ERROR(checkRoot("reduce", "root", root));
+  OpHeader header = OpHeader{OpKind::kReduce, 0, count, dtype}.withOp(op_kind);
+  header.root = root;
+  OpContext op = beginOp(header);
+  const size_t esize = dtypeSize(dtype);
+  TaskPlan plan;
+  plan.reduce.kernel = kernel;
+  plan.reduce.elem_size = esize;
+  if (count == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, count * esize);
+  chooseAlgorithm(plan, OpKind::kReduceScatter, count * esize, RecursiveFit::kNone, /*staging_bytes=*/0);
+  BlockOffsetsPool::Lease offsets = offsets_pool_.take();
+  for (int b = 0; b <= params_.nranks; ++b) offsets.data()[b] = b <= root ? 0 : count;
+  BlockLayout layout = BlockLayout::fromOffsets(offsets.data(), params_.nranks);
+  plan.reduce = {static_cast<const std::byte*>(sendbuf),
+                 static_cast<std::byte*>(recvbuf),
+                 layout,
+                 esize,
+                 fragElems(plan, esize),
+                 kernel};
+  plan.stages[plan.nstages++] = Stage::kReduceScatter;
+  stageRing(plan, layout, esize);
+  return makeTask(op, plan, std::move(offsets));
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postGather(const void* sendbuf, void* recvbuf, size_t sendcount,
+                                                              psdp_dtype_t dtype, int root) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  if (dtypeSize(dtype) == 0) return Status::unsupported("gather of dtype {}", static_cast<int>(dtype));
+  PSDP_RETURN_IF_ERROR(checkRoot("gather", "root", root));
+  OpHeader header{OpKind::kGather, 0, sendcount, dtype};
+  header.root = root;
+  OpContext op = beginOp(header);
+  const size_t esize = dtypeSize(dtype);
+  TaskPlan plan;
+  plan.reduce.elem_size = esize;
+  if (sendcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, sendcount * esize);
+  return exchangeTask(op, plan,
+                      {ExchangePattern::kGather, root, static_cast<const std::byte*>(sendbuf),
+                       static_cast<std::byte*>(recvbuf), sendcount * esize},
+                      sendcount * static_cast<size_t>(params_.nranks) * esize);
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                                               psdp_dtype_t dtype, int root) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  if (dtypeSize(dtype) == 0) return Status::unsupported("scatter of dtype {}", static_cast<int>(dtype));
+  PSDP_RETURN_IF_ERROR(checkRoot("scatter", "root", root));
+  OpHeader header{OpKind::kScatter, 0, recvcount, dtype};
+  header.root = root;
+  OpContext op = beginOp(header);
+  const size_t esize = dtypeSize(dtype);
+  TaskPlan plan;
+  plan.reduce.elem_size = esize;
+  if (recvcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, recvcount * esize);
+  return exchangeTask(op, plan,
+                      {ExchangePattern::kScatter, root, static_cast<const std::byte*>(sendbuf),
+                       static_cast<std::byte*>(recvbuf), recvcount * esize},
+                      recvcount * static_cast<size_t>(params_.nranks) * esize);
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postAllToAll(const void* sendbuf, void* recvbuf, size_t count,
+                                                                psdp_dtype_t dtype) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  if (dtypeSize(dtype) == 0) return Status::unsupported("all-to-all of dtype {}", static_cast<int>(dtype));
+  OpContext op = beginOp(OpHeader{OpKind::kAllToAll, 0, count, dtype});
+  const size_t esize = dtypeSize(dtype);
+  TaskPlan plan;
+  plan.reduce.elem_size = esize;
+  if (count == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, count * esize);
+  return exchangeTask(op, plan,
+                      {ExchangePattern::kAllToAll, 0, static_cast<const std::byte*>(sendbuf),
+                       static_cast<std::byte*>(recvbuf), count * esize},
+                      count * static_cast<size_t>(params_.nranks) * esize);
+}
+
+// Per-rank counts run the ring over blocks of those sizes: the same schedule, each link carrying every block
+// but the receiver's own once.
+Result<std::unique_ptr<CollTask>> HostCollectives::postAllGatherV(const void* sendbuf, void* recvbuf,
+                                                                  const size_t* counts, psdp_dtype_t dtype) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  if (dtypeSize(dtype) == 0) return Status::unsupported("all-gather-v of dtype {}", static_cast<int>(dtype));
+  PSDP_ASSIGN_OR_RETURN(BlockOffsetsPool::Lease offsets, offsetsOf(counts, "all-gather-v"));
+  const size_t total = offsets.data()[params_.nranks];
+  OpHeader header{OpKind::kAllGatherV, 0, total, dtype};
+  header.counts_digest = countsDigest(counts, params_.nranks);
+  OpContext op = beginOp(header);
+  const size_t esize = dtypeSize(dtype);
+  auto* output = static_cast<std::byte*>(recvbuf);
+  TaskPlan plan;
+  plan.reduce.elem_size = esize;
+  if (total == 0 || params_.nranks == 1) {
+    return localTask(op, plan, sendbuf, output + offsets.data()[params_.rank] * esize, counts[params_.rank] * esize);
+  }
+  chooseAlgorithm(plan, OpKind::kAllGather, total * esize, RecursiveFit::kNone, /*staging_bytes=*/0);
+  BlockLayout layout = BlockLayout::fromOffsets(offsets.data(), params_.nranks);
+  plan.gather = {static_cast<const std::byte*>(sendbuf), output, layout, esize, fragElems(plan, esize)};
+  plan.stages[plan.nstages++] = Stage::kAllGather;
+  return makeTask(op, plan, std::move(offsets));
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postReduceScatterV(const void* sendbuf, void* recvbuf,
+                                                                      const size_t* counts, psdp_dtype_t dtype,
+                                                                      psdp_op_t op_kind) {
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  PSDP_ASSIGN_OR_RETURN(ReduceKernel kernel, custom_ops_.find("reduce-scatter-v", dtype, op_kind));
+  PSDP_ASSIGN_OR_RETURN(BlockOffsetsPool::Lease offsets, offsetsOf(counts, "reduce-scatter-v"));
+  const size_t total = offsets.data()[params_.nranks];
+  OpHeader header = OpHeader{OpKind::kReduceScatterV, 0, total, dtype}.withOp(op_kind);
+  header.counts_digest = countsDigest(counts, params_.nranks);
+  OpContext op = beginOp(header);
+  const size_t esize = dtypeSize(dtype);
+  const auto* input = static_cast<const std::byte*>(sendbuf);
+  TaskPlan plan;
+  plan.reduce.kernel = kernel;
+  plan.reduce.elem_size = esize;
+  if (total == 0 || params_.nranks == 1) {
+    return localTask(op, plan, input + offsets.data()[params_.rank] * esize, recvbuf, counts[params_.rank] * esize);
+  }
+  chooseAlgorithm(plan, OpKind::kReduceScatter, total * esize, RecursiveFit::kNone, /*staging_bytes=*/0);
+  BlockLayout layout = BlockLayout::fromOffsets(offsets.data(), params_.nranks);
+  plan.reduce = {input, static_cast<std::byte*>(recvbuf), layout, esize, fragElems(plan, esize), kernel};
+  plan.stages[plan.nstages++] = Stage::kReduceScatter;
+  stageRing(plan, layout, esize);
+  return makeTask(op, plan, std::move(offsets));
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postSend(const void* sendbuf, size_t count, psdp_dtype_t dtype,
+                                                            int peer) {
+  // The transport only reads a send's buffer.
+  return postPointToPoint(OpKind::kSend, const_cast<std::byte*>(static_cast<const std::byte*>(sendbuf)), count, dtype,
+                          peer);
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postRecv(void* recvbuf, size_t count, psdp_dtype_t dtype, int peer) {
+  return postPointToPoint(OpKind::kRecv, static_cast<std::byte*>(recvbuf), count, dtype, peer);
+}
+
+Result<std::unique_ptr<CollTask>> HostCollectives::postPointToPoint(OpKind kind, std::byte* data, size_t count,
+                                                                    psdp_dtype_t dtype, int peer) {
+  const bool send = kind == OpKind::kSend;
+  const char* call = send ? "send" : "recv";
+  PSDP_RETURN_IF_ERROR(checkUsable());
+  if (dtypeSize(dtype) == 0) return Status::unsupported("{} of dtype {}", call, static_cast<int>(dtype));
+  PSDP_RETURN_IF_ERROR(checkRoot(call, "peer", peer));
+  uint32_t& counter = (send ? send_seq_ : recv_seq_)[static_cast<size_t>(peer)];
+  OpContext op;
+  op.transport = &transport_;
+  op.rank = params_.rank;
+  op.nranks = params_.nranks;
+  op.header = OpHeader{kind, counter++, count, dtype};
+  op.header.root = peer;
+  op.tag = makePointToPointTag(params_.context_id, op.header.seq);
+  return makePointToPointTask(*this, op, {send, peer, data, count * dtypeSize(dtype)});
+}
+
+Result<BlockOffsetsPool::Lease> HostCollectives::offsetsOf(const size_t* counts, const char* call) {
+  BlockOffsetsPool::Lease offsets = offsets_pool_.take();
+  size_t* prefix = offsets.data();
+  prefix[0] = 0;
+  for (int r = 0; r < params_.nranks; ++r) {
+    if (__builtin_add_overflow(prefix[r], counts[r], &prefix[r + 1])) {
+      return Status::invalidArgument("{}: the counts overflow at rank {}", call, r);
+    }
+  }
+  return offsets;
+}
+
+std::unique_ptr<CollTask> HostCollectives::exchangeTask(const OpContext& op, TaskPlan& plan,
+                                                        const PeerExchangeArgs& args, size_t total_bytes) {
+  // The table's all-gather rule gives the messages in flight per direction (its depth).
+  chooseAlgorithm(plan, OpKind::kAllGather, total_bytes, RecursiveFit::kNone, /*staging_bytes=*/0);
+  plan.exchange = args;
+  plan.stages[plan.nstages++] = Stage::kExchange;
+  return makeTask(op, plan);
+}
+
 // A failed operation may have left transfers posted on the shared completions and tag space; running
 // another one on top could match its messages or reset its completions under the transport.
 Status HostCollectives::checkUsable() const {
@@ -700,6 +928,11 @@ void HostCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool t
     case Choice::kNotPowerOfTwo: why += ", but rhd needs a power-of-two rank count"; break;
     case Choice::kExceedsStaging: why += ", but rhd's vectors exceed one staging fragment"; break;
   }
+  if (plan.stages[0] == Stage::kExchange) {
+    log().debug("{}: one message per pair of ranks, straight between the buffers, {} in flight per direction{}",
+                op.describe(), plan.depth, why);
+    return;
+  }
   if (plan.recursive) {
     RecursiveGroup group(params_.rank, params_.nranks);
     const char* name = plan.stages[0] == Stage::kRecursiveReduceScatter ? "recursive halving" : "recursive doubling";
@@ -734,6 +967,7 @@ Result<std::unique_ptr<Collectives>> createHostCollectives(transport::Transport&
   }
   // Posting a task then allocates nothing: its memory is made now, and its stages run in its task slot.
   Recycled<HostTask>::prime(params.max_tasks);
+  primePointToPointTasks(kMaxTasksInFlight);
   const size_t ring_task_bytes = 2 * static_cast<size_t>(params.algorithms.maxDepth()) *
                                  StagingArena::slotStride(params.algorithms.maxFragmentBytes(params.fragment_bytes));
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,

@@ -9,10 +9,16 @@
 
 namespace psdp::coll {
 
-// `count` elements as `nblocks` contiguous blocks that start on multiples of `granule` elements and differ in
-// size by at most `granule` elements: the count is dealt out in whole granules, the first (count / granule) %
-// nblocks blocks holding one granule more, and the last block also takes the count % granule elements left.
-// With granule 1 the blocks differ by at most one element.
+// `count` elements as `nblocks` contiguous blocks, in one of two forms.
+//
+// Even (the constructor): blocks that start on multiples of `granule` elements and differ in size by at most
+// `granule` elements: the count is dealt out in whole granules, the first (count / granule) % nblocks blocks
+// holding one granule more, and the last block also takes the count % granule elements left. With granule 1 the
+// blocks differ by at most one element.
+//
+// Given (fromOffsets): block b is [offsets[b], offsets[b+1]), for the collectives with per-rank counts and for
+// the reduce, whose only non-empty block is the root's. The layout points at the offsets, which the caller keeps
+// alive (and unchanged) as long as the layout or a copy of it is used.
 class BlockLayout {
  public:
   // REQUIRES: nblocks >= 1, granule >= 1.
@@ -21,14 +27,27 @@ class BlockLayout {
         nblocks_(nblocks),
         granule_(granule),
         base_(count / granule / static_cast<size_t>(nblocks)),
-        extra_(count / granule % static_cast<size_t>(nblocks)) {}
+        extra_(count / granule % static_cast<size_t>(nblocks)),
+        max_size_(std::max(size(0), size(nblocks - 1))) {}
+
+  // REQUIRES: nblocks >= 1; offsets holds nblocks + 1 non-decreasing entries, offsets[0] == 0.
+  static BlockLayout fromOffsets(const size_t* offsets, int nblocks) {
+    BlockLayout layout(offsets[nblocks], nblocks);
+    layout.offsets_ = offsets;
+    layout.max_size_ = 0;
+    for (int b = 0; b < nblocks; ++b) layout.max_size_ = std::max(layout.max_size_, layout.size(b));
+    return layout;
+  }
 
   size_t count() const { return count_; }
   int blocks() const { return nblocks_; }
   // REQUIRES: 0 <= block < blocks().
-  size_t offset(int block) const { return granule_ * (index(block) * base_ + std::min(index(block), extra_)); }
+  size_t offset(int block) const {
+    if (offsets_ != nullptr) return offsets_[block];
+    return granule_ * (index(block) * base_ + std::min(index(block), extra_));
+  }
   size_t size(int block) const { return (block + 1 == nblocks_ ? count_ : offset(block + 1)) - offset(block); }
-  size_t maxSize() const { return std::max(size(0), size(nblocks_ - 1)); }
+  size_t maxSize() const { return max_size_; }
 
  private:
   static size_t index(int block) { return static_cast<size_t>(block); }
@@ -38,6 +57,8 @@ class BlockLayout {
   size_t granule_;
   size_t base_;
   size_t extra_;
+  const size_t* offsets_ = nullptr;  // the given form's, else null; before max_size_, which reads it
+  size_t max_size_ = 0;
 };
 
 struct RingShape {

@@ -6,6 +6,11 @@
 //   bits 22..26  the agreement round (header tags only; 0 in data tags)
 //   bits  0..21  operation sequence number (22 bits, wrapping)
 //
+// Point-to-point messages (psdp_send / psdp_recv) take no sequence number of the team, since only two of its
+// ranks make them: they carry the header bit with round kPointToPointRound, which no agreement reaches (it
+// needs ceil(log2(nranks)) <= 19 rounds for the ranks the transport allows), and a sequence number of their
+// own, counted per ordered pair of ranks (makePointToPointTag).
+//
 // Fragments and ring steps need no bits of their own: between one pair of ranks, messages with equal tags
 // match in the order they were posted, and both ends of a link walk the same schedule (ring_schedule.h).
 // Several operations of one communicator run at once, each on its own sequence number, so their data and
@@ -45,6 +50,12 @@ constexpr transport::Tag makeTag(uint32_t context_id, uint32_t seq) {
 constexpr transport::Tag makeHeaderTag(uint32_t context_id, uint32_t seq, int round) {
   return makeTag(context_id, seq) | kTagHeaderBit |
          ((static_cast<transport::Tag>(round) & kTagRoundMask) << kTagRoundShift);
+}
+
+// The n-th send from one rank to another (n = seq, counted by both ends).
+inline constexpr int kPointToPointRound = kMaxAgreementRounds - 1;
+constexpr transport::Tag makePointToPointTag(uint32_t context_id, uint32_t seq) {
+  return makeHeaderTag(context_id, seq, kPointToPointRound);
 }
 
 static_assert((makeTag(~0u, ~0u) & ~transport::kTagMask) == 0, "collective tags fit the caller's tag bits");

@@ -62,6 +62,14 @@ class Communicator {
   Status broadcast(const void* sendbuf, void* recvbuf, size_t count, psdp_dtype_t dtype, int root,
                    std::shared_ptr<Request>* request_p = nullptr, psdp_memory_kind_t memory = PSDP_MEMORY_HOST);
   Status barrier(std::shared_ptr<Request>* request_p = nullptr);
+  // Any other call of the provider's Collectives (reduce, gather, scatter, all-to-all, the -v forms, send and
+  // recv): `post(collectives)` makes its task, under the same rules as the calls above. `what` names the call.
+  template <typename Post>
+  Status post(const char* what, psdp_memory_kind_t memory, std::shared_ptr<Request>* request_p, Post&& post) {
+    PSDP_RETURN_IF_ERROR(checkUsable(what));
+    PSDP_ASSIGN_OR_RETURN(coll::Collectives * collectives, collectivesFor(memory, what));
+    return submit(post(*collectives), request_p);
+  }
 
   // psdp_comm_after: the operations posted after this start once `awaited` has completed; its failure
   // fails this communicator. `context`: the awaited request's communicator's (null once that is gone and

@@ -154,37 +154,55 @@ static void test_one_rank_requests(psdp_comm_h comm) {
   CHECK(psdp_barrier(comm, NULL) == PSDP_SUCCESS);
 }
 
-/* Declared but not implemented: arguments are checked first, then unsupported with a message naming the
- * call; the request is not written and the communicator stays usable. */
-static void test_unsupported_calls(psdp_comm_h comm) {
+/* Point-to-point, rooted and per-rank collectives on one rank: each moves this rank's data to itself; bad
+ * arguments are reported naming the argument and leave the communicator usable. */
+static void test_more_collectives(psdp_comm_h comm) {
   float data[4] = {1, 2, 3, 4};
   float out[4] = {0};
-  psdp_request_h request = NULL;
+  size_t counts[1] = {4};
+  psdp_request_h send = NULL, recv = NULL;
 
-  CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, comm, NULL, &request), PSDP_ERR_UNSUPPORTED, comm,
-              "psdp_send is not implemented");
-  CHECK(request == NULL);
-  CHECK_ERROR(psdp_recv(out, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
-              "psdp_recv is not implemented");
-  CHECK_ERROR(psdp_all_to_all(data, out, 4, PSDP_FLOAT32, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
-              "psdp_all_to_all is not implemented");
-  CHECK_ERROR(psdp_gather(data, out, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_UNSUPPORTED, comm,
-              "psdp_gather is not implemented");
-  /* Bad arguments are reported as such first. */
+  CHECK(psdp_recv(out, 4, PSDP_FLOAT32, 0, comm, NULL, &recv) == PSDP_SUCCESS);
+  CHECK(psdp_send(data, 4, PSDP_FLOAT32, 0, comm, NULL, &send) == PSDP_SUCCESS);
+  CHECK(psdp_request_wait(send) == PSDP_SUCCESS && psdp_request_wait(recv) == PSDP_SUCCESS);
+  CHECK(psdp_request_free(send) == PSDP_SUCCESS && psdp_request_free(recv) == PSDP_SUCCESS);
+  CHECK(out[0] == 1 && out[3] == 4);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_gather(data, out, 4, PSDP_FLOAT32, 0, comm, NULL, NULL) == PSDP_SUCCESS && out[3] == 4);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_scatter(data, out, 4, PSDP_FLOAT32, 0, comm, NULL, NULL) == PSDP_SUCCESS && out[3] == 4);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_reduce(data, out, 4, PSDP_FLOAT32, PSDP_SUM, 0, comm, NULL, NULL) == PSDP_SUCCESS && out[3] == 4);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_all_to_all(data, out, 4, PSDP_FLOAT32, comm, NULL, NULL) == PSDP_SUCCESS && out[3] == 4);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_all_gather_v(data, out, counts, PSDP_FLOAT32, comm, NULL, NULL) == PSDP_SUCCESS && out[3] == 4);
+  memset(out, 0, sizeof(out));
+  CHECK(psdp_reduce_scatter_v(data, out, counts, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS &&
+        out[3] == 4);
+
+  /* Bad arguments are reported as such. */
   CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 1, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "peer");
+  CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "itself");
   CHECK_ERROR(psdp_recv(NULL, 4, PSDP_FLOAT32, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "recvbuf");
   CHECK_ERROR(psdp_all_to_all(data, data + 1, 2, PSDP_FLOAT32, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
               "overlap");
   CHECK_ERROR(psdp_gather(data, out, 4, PSDP_FLOAT32, -1, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "root");
+  CHECK_ERROR(psdp_scatter(data, out, 4, PSDP_FLOAT32, 1, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "root");
+  CHECK_ERROR(psdp_reduce(data, out, 4, PSDP_FLOAT32, PSDP_SUM, 3, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "root");
   CHECK_ERROR(psdp_gather(data, out, 4, (psdp_dtype_t)99, 0, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
               "dtype");
+  CHECK_ERROR(psdp_all_gather_v(data, out, NULL, PSDP_FLOAT32, comm, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, comm,
+              "recvcounts");
+  CHECK_ERROR(psdp_reduce_scatter_v(data, data + 1, counts, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL),
+              PSDP_ERR_INVALID_ARGUMENT, comm, "overlap");
   CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, comm, (void*)data, NULL), PSDP_ERR_UNSUPPORTED, comm, "stream");
   CHECK_ERROR(psdp_send(data, 4, PSDP_FLOAT32, 0, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
   CHECK(psdp_all_reduce(data, out, 4, PSDP_FLOAT32, PSDP_SUM, comm, NULL, NULL) == PSDP_SUCCESS);
   CHECK(out[3] == 4);
 }
 
-/* psdp_mem_alloc and psdp_mem_free need no communicator: arguments, a zeroed writable buffer, a double free. */
 static void test_mem_alloc(void) {
   void* p = NULL;
   unsigned char* bytes;
@@ -239,7 +257,7 @@ static void test_one_rank_lifecycle(void) {
   CHECK(psdp_all_gather(data, out, 5, PSDP_FLOAT32, comm, NULL, NULL) == PSDP_SUCCESS);
   CHECK(out[2] == 3);
   test_one_rank_requests(comm);
-  test_unsupported_calls(comm);
+  test_more_collectives(comm);
 
   CHECK(psdp_comm_finalize(comm) == PSDP_SUCCESS);
   CHECK(psdp_comm_destroy(comm) == PSDP_SUCCESS);

@@ -61,6 +61,22 @@ std::vector<Scenario> scenarios(Buffers& b, int nranks) {
       return psdp_broadcast(b.send.data(), b.recv.data(), kCount, PSDP_INT32, root, c, nullptr, nullptr);
     };
   };
+  auto gather = [&b](int root) {
+    return [&b, root](psdp_comm_h c) {
+      return psdp_gather(b.send.data(), b.recv.data(), kCount, PSDP_INT32, root, c, nullptr, nullptr);
+    };
+  };
+  auto allGatherV = [](Buffers& b, std::vector<size_t> counts) {
+    return [&b, counts](psdp_comm_h c) {
+      return psdp_all_gather_v(b.send.data(), b.recv.data(), counts.data(), PSDP_INT32, c, nullptr, nullptr);
+    };
+  };
+  const auto n = static_cast<size_t>(nranks);
+  // Ranks 0 and 1 trade one element: the same total, other counts.
+  std::vector<size_t> oddCounts(n, 10);
+  oddCounts[0] = 11;
+  oddCounts[1] = 9;
+  const std::string agv = "all-gather-v #1 (total count " + std::to_string(10 * n) + ", int32, per-rank counts";
   const std::string ar = "all-reduce #1 (count 1000, int32, sum)";
   return {
       {"another collective", reduce(kCount, PSDP_INT32, PSDP_SUM),
@@ -80,6 +96,15 @@ std::vector<Scenario> scenarios(Buffers& b, int nranks) {
        "broadcast #1 (count 1000, int32, root " + std::to_string(nranks - 1) + ")"},
       {"a skipped call", reduce(kCount, PSDP_INT32, PSDP_SUM), [](psdp_comm_h c) { return psdp_barrier(c, nullptr); },
        ar, "barrier #1"},
+      {"other per-rank counts of the same total", allGatherV(b, std::vector<size_t>(n, 10)), allGatherV(b, oddCounts),
+       agv, agv},
+      {"another root of a gather", gather(0), gather(nranks - 1), "gather #1 (count 1000, int32, root 0)",
+       "gather #1 (count 1000, int32, root " + std::to_string(nranks - 1) + ")"},
+      {"a reduce for an all-reduce", reduce(kCount, PSDP_INT32, PSDP_SUM),
+       [&b](psdp_comm_h c) {
+         return psdp_reduce(b.send.data(), b.recv.data(), kCount, PSDP_INT32, PSDP_SUM, 0, c, nullptr, nullptr);
+       },
+       ar, "reduce #1 (count 1000, int32, sum, root 0)"},
       {"nonblocking", [&b](psdp_comm_h c) { return waitPosted(c, b, PSDP_INT32); },
        [&b](psdp_comm_h c) { return waitPosted(c, b, PSDP_UINT32); }, ar, "all-reduce #1 (count 1000, uint32, sum)"},
   };

@@ -111,7 +111,19 @@ constexpr int kWarmupRounds = 6;
 constexpr int kMeasuredRounds = 4;
 // Empty, small (halving/doubling), and large enough for the ring and, on psdp_mem_alloc buffers, direct.
 constexpr size_t kCounts[] = {0, 3, 1000, 70000, 300000};
-enum Kind { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kBarrier, kKinds };
+enum Kind {
+  kAllReduce,
+  kReduceScatter,
+  kAllGather,
+  kBroadcast,
+  kBarrier,
+  kReduce,
+  kGather,
+  kAllToAll,
+  kAllGatherV,
+  kSendRecv,
+  kKinds
+};
 
 int32_t value(int rank, size_t i, int salt) {
   return static_cast<int32_t>((rank + 1) * 1000 + static_cast<int>(i % 89) + salt);
@@ -124,6 +136,7 @@ struct Slot {
   int32_t* send = nullptr;
   int32_t* recv = nullptr;
   psdp_request_h request = nullptr;
+  psdp_request_h send_request = nullptr;  // send/recv's second half
 };
 
 int32_t* allocBuffer(size_t count, bool shared) {
@@ -152,6 +165,8 @@ class Runner {
       shared_.push_back(shared);
       slots_.push_back(slot);
     }
+    // All-gather-v: even ranks contribute a whole block, odd ranks half of one.
+    for (int r = 0; r < nranks; ++r) counts_per_block_.push_back(r % 2 == 0 ? 2 : 1);
   }
   ~Runner() {
     for (size_t i = 0; i < slots_.size(); ++i) {
@@ -171,17 +186,35 @@ class Runner {
       posted[i] = post(slots_[i], true);
     }
     for (int i = kNonblocking - 1; i >= 0; --i) {
-      psdp_status_t s = posted[i];
-      if (s == PSDP_SUCCESS) s = psdp_request_wait(slots_[i].request);
-      if (slots_[i].request != nullptr) psdp_request_free(slots_[i].request);
-      slots_[i].request = nullptr;
-      check(slots_[i], s, salt + 100 + i, "nonblocking");
+      check(slots_[i], finish(slots_[i], posted[i]), salt + 100 + i, "nonblocking");
     }
   }
 
  private:
+  // Waits for and frees the slot's requests; the first error.
+  static psdp_status_t finish(Slot& slot, psdp_status_t s) {
+    for (psdp_request_h* req : {&slot.request, &slot.send_request}) {
+      if (*req == nullptr) continue;
+      psdp_status_t waited = psdp_request_wait(*req);
+      if (s == PSDP_SUCCESS) s = waited;
+      psdp_request_free(*req);
+      *req = nullptr;
+    }
+    return s;
+  }
+
+  // Elements of rank r's block of an all-gather-v of a slot whose blocks hold `count` elements.
+  size_t countOf(int r, size_t count) const { return count * counts_per_block_[static_cast<size_t>(r)] / 2; }
+  size_t offsetOf(int r, size_t count) const {
+    size_t offset = 0;
+    for (int k = 0; k < r; ++k) offset += countOf(k, count);
+    return offset;
+  }
+
   void fill(const Slot& slot, int salt) {
-    size_t n = slot.kind == kAllGather ? slot.count : slot.count * static_cast<size_t>(nranks_);
+    size_t n = slot.kind == kAllGather || slot.kind == kGather ? slot.count
+               : slot.kind == kAllGatherV                      ? countOf(rank_, slot.count)
+                                                               : slot.count * static_cast<size_t>(nranks_);
     for (size_t i = 0; i < n; ++i) slot.send[i] = value(rank_, i, salt);
   }
 
@@ -189,6 +222,23 @@ class Runner {
     psdp_request_h* req = nonblocking ? &slot.request : nullptr;
     size_t n = slot.count;
     switch (slot.kind) {
+      case kReduce:
+        return psdp_reduce(slot.send, slot.recv, n * nranks_, PSDP_INT32, PSDP_SUM, nranks_ - 1, comm_, nullptr, req);
+      case kGather: return psdp_gather(slot.send, slot.recv, n, PSDP_INT32, 0, comm_, nullptr, req);
+      case kAllToAll: return psdp_all_to_all(slot.send, slot.recv, n, PSDP_INT32, comm_, nullptr, req);
+      case kAllGatherV: {
+        // Filled here, where the count is known: a fixed array, so the post allocates nothing of the test's.
+        for (int r = 0; r < nranks_; ++r) counts_[static_cast<size_t>(r)] = countOf(r, n);
+        return psdp_all_gather_v(slot.send, slot.recv, counts_.data(), PSDP_INT32, comm_, nullptr, req);
+      }
+      case kSendRecv: {
+        // Always nonblocking: blocking sends around a ring would wait for each other.
+        const int left = (rank_ + nranks_ - 1) % nranks_, right = (rank_ + 1) % nranks_;
+        psdp_status_t s = psdp_recv(slot.recv, n * nranks_, PSDP_INT32, left, comm_, nullptr, &slot.request);
+        if (s == PSDP_SUCCESS)
+          s = psdp_send(slot.send, n * nranks_, PSDP_INT32, right, comm_, nullptr, &slot.send_request);
+        return nonblocking ? s : finish(slot, s);
+      }
       case kAllReduce:
         return psdp_all_reduce(slot.send, slot.recv, n * nranks_, PSDP_INT32, PSDP_SUM, comm_, nullptr, req);
       case kReduceScatter:
@@ -222,6 +272,23 @@ class Runner {
           break;
         case kAllGather: expect = value(static_cast<int>(i / n), i % n, salt); break;
         case kBroadcast: expect = value(nranks_ - 1, i, salt); break;
+        case kReduce:
+          if (rank_ != nranks_ - 1) continue;
+          for (int r = 0; r < nranks_; ++r) expect += value(r, i, salt);
+          break;
+        case kGather:
+          if (rank_ != 0) continue;
+          expect = value(static_cast<int>(i / n), i % n, salt);
+          break;
+        case kAllToAll: expect = value(static_cast<int>(i / n), n * rank_ + i % n, salt); break;
+        case kAllGatherV: {
+          int r = 0;
+          while (r + 1 < nranks_ && offsetOf(r + 1, n) <= i) ++r;
+          if (i >= offsetOf(nranks_ - 1, n) + countOf(nranks_ - 1, n)) continue;
+          expect = value(r, i - offsetOf(r, n), salt);
+          break;
+        }
+        case kSendRecv: expect = value((rank_ + nranks_ - 1) % nranks_, i, salt); break;
         case kBarrier:
         case kKinds: continue;
       }
@@ -238,6 +305,8 @@ class Runner {
   psdp::mp::Report& report_;
   std::vector<Slot> slots_;
   std::vector<bool> shared_;
+  std::vector<size_t> counts_per_block_;  // halves of a block, per rank
+  std::vector<size_t> counts_ = std::vector<size_t>(64);
   std::vector<psdp_status_t> posted_ = std::vector<psdp_status_t>(kNonblocking);
 };
 

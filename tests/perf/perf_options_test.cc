@@ -109,7 +109,7 @@ TEST(PerfOptions, AggregatedOperations) {
 }
 
 TEST(PerfOptions, BadInputIsRejectedWithAMessage) {
-  EXPECT_NE(parseError({"gather"}).find("unknown collective 'gather'"), std::string::npos);
+  EXPECT_NE(parseError({"gatherv"}).find("unknown collective 'gatherv'"), std::string::npos);
   EXPECT_NE(parseError({"ar", "-b", "1X"}).find("-b"), std::string::npos);
   EXPECT_NE(parseError({"ar", "-b", "-1"}).find("-b"), std::string::npos);
   EXPECT_NE(parseError({"ar", "-e", "99999999999999999999"}).find("-e"), std::string::npos);
@@ -277,11 +277,11 @@ TEST(PerfData, VerifierAcceptsTheCorrectReductionOnly) {
         if (op == Reduction::kAvg) acc /= nranks;
         store(dtype, out, i, acc);
       }
-      EXPECT_EQ(countWrong(Collective::kAllReduce, op, dtype, nranks, 0, count, 0, count, out.data()), 0);
+      EXPECT_EQ(countWrong(Collective::kAllReduce, op, dtype, nranks, 0, 0, count, 0, count, out.data()), 0);
       store(dtype, out, 17, load(dtype, out, 17) + 1);
-      EXPECT_EQ(countWrong(Collective::kAllReduce, op, dtype, nranks, 0, count, 0, count, out.data()), 1);
+      EXPECT_EQ(countWrong(Collective::kAllReduce, op, dtype, nranks, 0, 0, count, 0, count, out.data()), 1);
       fillGarbage(dtype, count, out.data());
-      EXPECT_EQ(countWrong(Collective::kAllReduce, op, dtype, nranks, 0, count, 0, count, out.data()),
+      EXPECT_EQ(countWrong(Collective::kAllReduce, op, dtype, nranks, 0, 0, count, 0, count, out.data()),
                 static_cast<long long>(count));
     }
   }
@@ -306,18 +306,50 @@ TEST(PerfData, AllGatherAndBroadcastLayouts) {
     fillInput(Collective::kAllGather, Reduction::kSum, PSDP_FLOAT32, k, 0, k * per, per, out.data() + k * per);
   }
   EXPECT_EQ(
-      countWrong(Collective::kAllGather, Reduction::kSum, PSDP_FLOAT32, nranks, 0, per, 0, out.size(), out.data()), 0);
+      countWrong(Collective::kAllGather, Reduction::kSum, PSDP_FLOAT32, nranks, 0, 0, per, 0, out.size(), out.data()),
+      0);
   std::swap(out[0], out[per]);  // rank 0's and rank 1's first elements in each other's place
   EXPECT_EQ(
-      countWrong(Collective::kAllGather, Reduction::kSum, PSDP_FLOAT32, nranks, 0, per, 0, out.size(), out.data()), 2);
+      countWrong(Collective::kAllGather, Reduction::kSum, PSDP_FLOAT32, nranks, 0, 0, per, 0, out.size(), out.data()),
+      2);
   // Broadcast from root 2: the root's input is right, a non-root's own input is wrong almost everywhere, so an
   // in-place broadcast that does nothing on a non-root is caught.
   std::vector<double> root(per), other(per);
   fillInput(Collective::kBroadcast, Reduction::kSum, PSDP_FLOAT64, 2, 2, 0, per, root.data());
   fillInput(Collective::kBroadcast, Reduction::kSum, PSDP_FLOAT64, 1, 2, 0, per, other.data());
-  EXPECT_EQ(countWrong(Collective::kBroadcast, Reduction::kSum, PSDP_FLOAT64, nranks, 2, per, 0, per, root.data()), 0);
-  EXPECT_GT(countWrong(Collective::kBroadcast, Reduction::kSum, PSDP_FLOAT64, nranks, 2, per, 0, per, other.data()),
+  EXPECT_EQ(countWrong(Collective::kBroadcast, Reduction::kSum, PSDP_FLOAT64, nranks, 0, 2, per, 0, per, root.data()),
+            0);
+  EXPECT_GT(countWrong(Collective::kBroadcast, Reduction::kSum, PSDP_FLOAT64, nranks, 0, 2, per, 0, per, other.data()),
             static_cast<long long>(per) / 2);
+}
+
+// All-to-all: rank x's result block s is block x of rank s's input; a block from the wrong source or meant
+// for another rank is caught. Send/recv: the result is the left neighbour's input.
+TEST(PerfData, AllToAllAndSendRecvLayouts) {
+  const int nranks = 3;
+  const size_t per = 20;
+  const size_t n = static_cast<size_t>(nranks);
+  std::vector<std::vector<int32_t>> input(n, std::vector<int32_t>(per * n));
+  for (int r = 0; r < nranks; ++r) {
+    fillInput(Collective::kAllToAll, Reduction::kSum, PSDP_INT32, r, 0, 0, per * n, input[r].data());
+  }
+  for (int x = 0; x < nranks; ++x) {
+    std::vector<int32_t> result(per * n);
+    for (size_t s = 0; s < n; ++s) std::copy_n(input[s].begin() + x * per, per, result.begin() + s * per);
+    EXPECT_EQ(countWrong(Collective::kAllToAll, Reduction::kSum, PSDP_INT32, nranks, x, 0, per, 0, result.size(),
+                         result.data()),
+              0);
+    // Rank x's own input instead: every block but its own is wrong somewhere.
+    EXPECT_GT(countWrong(Collective::kAllToAll, Reduction::kSum, PSDP_INT32, nranks, x, 0, per, 0, result.size(),
+                         input[x].data()),
+              0);
+  }
+  EXPECT_EQ(countWrong(Collective::kSendRecv, Reduction::kSum, PSDP_INT32, nranks, 1, 0, per * n, 0, per * n,
+                       input[0].data()),
+            0);
+  EXPECT_GT(countWrong(Collective::kSendRecv, Reduction::kSum, PSDP_INT32, nranks, 1, 0, per * n, 0, per * n,
+                       input[2].data()),
+            0);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ check_table() {
 
 case $mode in
   cli)
-    expect_usage_error "unknown collective 'gather'" gather
+    expect_usage_error "unknown collective 'gatherv'" gatherv
     expect_usage_error "-b: expected a size" ar -b 12Q
     expect_usage_error "-b: expected a size" ar -b -5
     expect_usage_error "-e: expected a size" ar -e ''
@@ -117,8 +117,40 @@ PY
       if grep -qE '^\[0\] +[0-9]+ ' "$tmp/out"; then check_table "$tmp/out"; fi
     done
     ;;
+  more)
+    # The other collectives at 3 ranks, root 2, every dtype (and every op of the reduce), two calls in flight:
+    # every element right; all-to-all and send/recv have no in-place columns.
+    for coll in reduce gather scatter a2a sendrecv; do
+      ops=sum
+      [[ $coll == reduce ]] && ops=all
+      "$run" -n 3 --timeout 250 -- "$perf" "$coll" -b 1K -e 256K -f 16 -w 1 -n 2 -c 1 -r 2 -m 2 -d all -o $ops \
+        -J "$tmp/$coll.json" >"$tmp/out" 2>&1
+      rc=$?
+      cat "$tmp/out"
+      [[ $rc -eq 0 || $rc -eq 3 ]] || fail "psdp-perf $coll exited $rc"
+      python3 - "$tmp/$coll.json" "$coll" <<'PY' || fail "JSON check of $coll"
+import json, sys
+d = json.load(open(sys.argv[1]))
+coll = sys.argv[2]
+names = {"reduce": "reduce", "gather": "gather", "scatter": "scatter", "a2a": "alltoall", "sendrecv": "sendrecv"}
+assert d["collective"] == names[coll] and d["nranks"] == 3, d
+assert len(d["results"]) >= 10 * 3, len(d["results"])
+for r in d["results"]:
+    assert r["out_of_place"]["wrong"] == 0 and r["out_of_place"]["time_us"] > 0, r
+    if coll in ("a2a", "sendrecv"):
+        assert r["in_place"]["time_us"] == 0, r
+    else:
+        assert r["in_place"]["wrong"] == 0 and r["in_place"]["time_us"] > 0, r
+PY
+      if [[ $coll == a2a || $coll == sendrecv ]]; then
+        grep -qE '^\[0\] +[0-9]+ .* N/A +N/A +N/A +N/A$' "$tmp/out" || fail "$coll: in-place columns not N/A"
+      else
+        check_table "$tmp/out"
+      fi
+    done
+    ;;
   *)
-    echo "usage: $0 {cli|ar|rs|ag|all} PSDP_RUN PSDP_PERF" >&2
+    echo "usage: $0 {cli|ar|rs|ag|all|more} PSDP_RUN PSDP_PERF" >&2
     exit 2
     ;;
 esac

@@ -12,7 +12,23 @@ constexpr size_t kCount = 4;
 constexpr size_t kMaxElemBytes = 8;
 constexpr size_t kInt32Bytes = 4;
 
-enum class Entry { kReduceScatter, kAllGather, kAllReduce, kBroadcast };
+enum class Entry {
+  kReduceScatter,
+  kAllGather,
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kGather,
+  kScatter,
+  kAllToAll,
+  kAllGatherV,
+  kReduceScatterV,
+  kSend,
+  kRecv
+};
+constexpr Entry kEntries[] = {Entry::kReduceScatter, Entry::kAllGather,      Entry::kAllReduce, Entry::kBroadcast,
+                              Entry::kReduce,        Entry::kGather,         Entry::kScatter,   Entry::kAllToAll,
+                              Entry::kAllGatherV,    Entry::kReduceScatterV, Entry::kSend,      Entry::kRecv};
 
 const char* entryName(Entry entry) {
   switch (entry) {
@@ -20,6 +36,14 @@ const char* entryName(Entry entry) {
     case Entry::kAllGather: return "all-gather";
     case Entry::kAllReduce: return "all-reduce";
     case Entry::kBroadcast: return "broadcast";
+    case Entry::kReduce: return "reduce";
+    case Entry::kGather: return "gather";
+    case Entry::kScatter: return "scatter";
+    case Entry::kAllToAll: return "all-to-all";
+    case Entry::kAllGatherV: return "all-gather-v";
+    case Entry::kReduceScatterV: return "reduce-scatter-v";
+    case Entry::kSend: return "send";
+    case Entry::kRecv: return "recv";
   }
   return "?";
 }
@@ -28,9 +52,10 @@ struct Args {
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = kCount;
+  const size_t* counts = nullptr;  // the -v calls': `count` for every rank
   psdp_dtype_t dtype = PSDP_INT32;
   psdp_op_t op = PSDP_SUM;
-  int root = 0;
+  int root = 0;  // the peer of send and recv
   void* stream = nullptr;
 };
 
@@ -41,6 +66,15 @@ psdp_status_t invoke(Entry entry, const Args& a, psdp_comm_h comm, psdp_request_
     case Entry::kAllGather: return psdp_all_gather(a.send, a.recv, a.count, a.dtype, comm, a.stream, request_p);
     case Entry::kAllReduce: return psdp_all_reduce(a.send, a.recv, a.count, a.dtype, a.op, comm, a.stream, request_p);
     case Entry::kBroadcast: return psdp_broadcast(a.send, a.recv, a.count, a.dtype, a.root, comm, a.stream, request_p);
+    case Entry::kReduce: return psdp_reduce(a.send, a.recv, a.count, a.dtype, a.op, a.root, comm, a.stream, request_p);
+    case Entry::kGather: return psdp_gather(a.send, a.recv, a.count, a.dtype, a.root, comm, a.stream, request_p);
+    case Entry::kScatter: return psdp_scatter(a.send, a.recv, a.count, a.dtype, a.root, comm, a.stream, request_p);
+    case Entry::kAllToAll: return psdp_all_to_all(a.send, a.recv, a.count, a.dtype, comm, a.stream, request_p);
+    case Entry::kAllGatherV: return psdp_all_gather_v(a.send, a.recv, a.counts, a.dtype, comm, a.stream, request_p);
+    case Entry::kReduceScatterV:
+      return psdp_reduce_scatter_v(a.send, a.recv, a.counts, a.dtype, a.op, comm, a.stream, request_p);
+    case Entry::kSend: return psdp_send(a.send, a.count, a.dtype, a.root, comm, a.stream, request_p);
+    case Entry::kRecv: return psdp_recv(a.recv, a.count, a.dtype, a.root, comm, a.stream, request_p);
   }
   return PSDP_ERR_INTERNAL;
 }
@@ -78,17 +112,19 @@ class EntryCases {
   EntryCases(Entry entry, int rank, int nranks, BadInputArena& arena, std::vector<BadCall>& out)
       : entry_(entry), rank_(rank), nranks_(nranks), arena_(arena), out_(out) {}
 
-  // Separate send and receive buffers; the broadcast root is this rank, whose sendbuf is the one checked.
+  // Separate send and receive buffers; the root (and the peer) is this rank, whose buffers are the ones checked.
   Args valid() const {
     Args a;
     a.send = arena_.first();
     a.recv = arena_.second();
+    a.counts = arena_.counts(kCount);
     a.root = rank_;
     return a;
   }
 
-  void add(const std::string& what, const Args& a, std::vector<std::string> words, const std::string& absent = "",
+  void add(const std::string& what, Args a, std::vector<std::string> words, const std::string& absent = "",
            psdp_status_t expected = PSDP_ERR_INVALID_ARGUMENT) {
+    if (a.counts != nullptr) a.counts = arena_.counts(a.count);
     for (bool nonblocking : {false, true}) {
       std::string name = std::string(entryName(entry_)) + (nonblocking ? ", nonblocking: " : ", blocking: ") + what;
       Entry entry = entry_;
@@ -103,7 +139,13 @@ class EntryCases {
   void addRootCases();
 
  private:
-  bool reduces() const { return entry_ == Entry::kReduceScatter || entry_ == Entry::kAllReduce; }
+  bool reduces() const {
+    return entry_ == Entry::kReduceScatter || entry_ == Entry::kAllReduce || entry_ == Entry::kReduce ||
+           entry_ == Entry::kReduceScatterV;
+  }
+  bool hasSendbuf() const { return entry_ != Entry::kRecv; }
+  bool hasRecvbuf() const { return entry_ != Entry::kSend; }
+  bool perRankCounts() const { return entry_ == Entry::kAllGatherV || entry_ == Entry::kReduceScatterV; }
 
   Entry entry_;
   int rank_;
@@ -114,21 +156,30 @@ class EntryCases {
 
 void EntryCases::addPointerCases() {
   Args a = valid();
-  a.send = nullptr;
-  add("NULL sendbuf, count > 0", a, {"sendbuf", "NULL"});
-  a = valid();
-  a.recv = nullptr;
-  add("NULL recvbuf, count > 0", a, {"recvbuf", "NULL"});
-  a = valid();
-  a.send = arena_.first(1);
-  add("sendbuf misaligned for int32", a, {"sendbuf", "aligned", "4-byte"}, "recvbuf");
-  a = valid();
-  a.recv = arena_.second(2);
-  add("recvbuf misaligned for int32", a, {"recvbuf", "aligned", "4-byte"}, "sendbuf");
-  a = valid();
-  a.dtype = PSDP_FLOAT64;
-  a.send = arena_.first(4);
-  add("sendbuf 4-byte aligned, float64 needs 8", a, {"sendbuf", "aligned", "8-byte"}, "recvbuf");
+  if (hasSendbuf()) {
+    a.send = nullptr;
+    add("NULL sendbuf, count > 0", a, {"sendbuf", "NULL"});
+    a = valid();
+    a.send = arena_.first(1);
+    add("sendbuf misaligned for int32", a, {"sendbuf", "aligned", "4-byte"}, "recvbuf");
+    a = valid();
+    a.dtype = PSDP_FLOAT64;
+    a.send = arena_.first(4);
+    add("sendbuf 4-byte aligned, float64 needs 8", a, {"sendbuf", "aligned", "8-byte"}, "recvbuf");
+  }
+  if (hasRecvbuf()) {
+    a = valid();
+    a.recv = nullptr;
+    add("NULL recvbuf, count > 0", a, {"recvbuf", "NULL"});
+    a = valid();
+    a.recv = arena_.second(2);
+    add("recvbuf misaligned for int32", a, {"recvbuf", "aligned", "4-byte"}, "sendbuf");
+  }
+  if (perRankCounts()) {
+    a = valid();
+    a.counts = nullptr;
+    add("NULL recvcounts", a, {"recvcounts", "NULL"});
+  }
   a = valid();
   a.stream = arena_.first();
   add("non-NULL stream", a, {"stream"}, "", PSDP_ERR_UNSUPPORTED);
@@ -170,46 +221,61 @@ void EntryCases::addCountAndTypeCases(const PremulOps& ops) {
   add("premul-sum op made for float32, used on int32", a, {"created for float32"});
 }
 
-// In place is one exact alignment of the two buffers (psdp.h); one element off overlaps without being it.
+// In place is one exact alignment of the two buffers (psdp.h); one element off overlaps without being it. The
+// root is this rank, so the rooted calls check both buffers.
 void EntryCases::addOverlapCase() {
   Args a = valid();
   size_t own_block = static_cast<size_t>(rank_) * kCount;
   switch (entry_) {
     case Entry::kReduceScatter:  // in place: recvbuf == sendbuf + rank * recvcount
+    case Entry::kScatter:
+    case Entry::kReduceScatterV:
       a.send = arena_.first();
       a.recv = arena_.first((own_block + 1) * kInt32Bytes);
       break;
     case Entry::kAllGather:  // in place: sendbuf == recvbuf + rank * sendcount
+    case Entry::kGather:
+    case Entry::kAllGatherV:
       a.recv = arena_.first();
       a.send = arena_.first((own_block + 1) * kInt32Bytes);
       break;
     case Entry::kAllReduce:
     case Entry::kBroadcast:  // in place: sendbuf == recvbuf
+    case Entry::kReduce:
+    case Entry::kAllToAll:  // never in place
       a.send = arena_.first();
       a.recv = arena_.first(kInt32Bytes);
       break;
+    case Entry::kSend:
+    case Entry::kRecv: return;  // one buffer
   }
   add("sendbuf and recvbuf overlap one element off in place", a, {"overlap"});
 }
 
 void EntryCases::addRootCases() {
-  if (entry_ != Entry::kBroadcast) return;
+  const bool p2p = entry_ == Entry::kSend || entry_ == Entry::kRecv;
+  const bool rooted =
+      entry_ == Entry::kBroadcast || entry_ == Entry::kReduce || entry_ == Entry::kGather || entry_ == Entry::kScatter;
+  if (!p2p && !rooted) return;
+  const std::string what = p2p ? "peer " : "root ";
   Args a = valid();
   a.root = nranks_;
-  add("root == nranks", a, {"root " + std::to_string(nranks_)});
+  add(what + "== nranks", a, {what + std::to_string(nranks_)});
   a.root = -1;
-  add("root -1", a, {"root -1"});
+  add(what + "-1", a, {what + "-1"});
 }
 
 }  // namespace
 
 BadInputArena::BadInputArena(int nranks)
-    : storage_(2 * (static_cast<size_t>(nranks) * kCount + 2)), half_(storage_.size() / 2 * kMaxElemBytes) {}
+    : nranks_(nranks),
+      storage_(2 * (static_cast<size_t>(nranks) * kCount + 2)),
+      half_(storage_.size() / 2 * kMaxElemBytes) {}
 
 std::vector<BadCall> collectiveBadCalls(psdp_comm_h comm, int rank, int nranks, BadInputArena& arena) {
   PremulOps ops = makePremulOps(comm);
   std::vector<BadCall> calls;
-  for (Entry entry : {Entry::kReduceScatter, Entry::kAllGather, Entry::kAllReduce, Entry::kBroadcast}) {
+  for (Entry entry : kEntries) {
     EntryCases cases(entry, rank, nranks, arena, calls);
     cases.addPointerCases();
     cases.addCountAndTypeCases(ops);
@@ -271,6 +337,7 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
   int32_t send[kCount] = {1, 2, 3, 4};
   int32_t recv[kCount * 64] = {};
   float scalar = 2.0f;
+  const size_t one = 1;
   psdp_buffer_desc_t buffer{"w", send, kCount, PSDP_INT32, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0};
   using Call = std::pair<const char*, std::function<psdp_status_t()>>;
   // Refused on a finalized handle as on a destroyed one.
@@ -299,6 +366,11 @@ std::vector<std::string> checkDeadHandle(psdp_comm_h dead, bool finalized) {
       {"recv", [&] { return psdp_recv(recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
       {"all_to_all", [&] { return psdp_all_to_all(send, recv, 1, PSDP_INT32, dead, nullptr, nullptr); }},
       {"gather", [&] { return psdp_gather(send, recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+      {"scatter", [&] { return psdp_scatter(send, recv, 1, PSDP_INT32, 0, dead, nullptr, nullptr); }},
+      {"reduce", [&] { return psdp_reduce(send, recv, 1, PSDP_INT32, PSDP_SUM, 0, dead, nullptr, nullptr); }},
+      {"all_gather_v", [&] { return psdp_all_gather_v(send, recv, &one, PSDP_INT32, dead, nullptr, nullptr); }},
+      {"reduce_scatter_v",
+       [&] { return psdp_reduce_scatter_v(send, recv, &one, PSDP_INT32, PSDP_SUM, dead, nullptr, nullptr); }},
       {"state_register", [&] { return psdp_state_register(dead, &buffer, 1, nullptr, &out.state); }},
   };
   if (!finalized) {

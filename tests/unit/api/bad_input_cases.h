@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,19 @@ class BadInputArena {
   // Byte `offset` of the first or of the second half.
   std::byte* first(size_t offset = 0) { return base() + offset; }
   std::byte* second(size_t offset = 0) { return base() + half_ + offset; }
+  // Per-rank counts of the -v calls, `count` for every rank; the array lives as long as the arena.
+  const size_t* counts(size_t count) {
+    std::vector<size_t>& array = counts_[count];
+    array.assign(static_cast<size_t>(nranks_), count);
+    return array.data();
+  }
 
  private:
   std::byte* base() { return reinterpret_cast<std::byte*>(storage_.data()); }
+  int nranks_;
   std::vector<int64_t> storage_;
   size_t half_;
+  std::map<size_t, std::vector<size_t>> counts_;
 };
 
 struct BadCall {
@@ -38,9 +47,9 @@ struct BadCall {
   std::function<psdp_status_t(psdp_comm_h, psdp_request_h*)> call;  // request_p NULL: blocking
 };
 
-// Every bad call of reduce-scatter, all-gather, all-reduce and broadcast, as `rank` of `nranks` would make
-// it on `comm` (which makes the premul-sum ops some of them use). Nothing in them depends on the other
-// ranks: each must be refused before anything is sent.
+// Every bad call of every collective and of send and recv, as `rank` of `nranks` would make it on `comm` (which makes
+// the premul-sum ops some of them use). Nothing in them depends on the other ranks: each must be refused before
+// anything is sent.
 std::vector<BadCall> collectiveBadCalls(psdp_comm_h comm, int rank, int nranks, BadInputArena& arena);
 
 // Makes `bad` on `comm`: "" when it returned the expected status, left *request_p alone and the last error

@@ -102,18 +102,60 @@ TEST(BlockLayoutTest, UniformBlocksWhenTheCountDivides) {
 
 // The contract both ends of a link rely on: rank r sending with shift k visits exactly what rank r+1
 // receiving with shift k+1 visits, in the same order.
+// The layouts the ring tests walk for a case: the even one, and given ones (BlockLayout::fromOffsets): counts
+// that grow by rank with every other block empty, as the -v collectives pass, and the reduce's, whose only
+// block is the root's, for every root. The layouts point into `offsets`, whose inner arrays never move.
+struct Layouts {
+  std::vector<std::vector<size_t>> offsets;
+  std::vector<BlockLayout> layouts;
+};
+
+Layouts layoutsFor(const Case& c) {
+  Layouts out;
+  out.layouts.emplace_back(c.count, c.nranks);
+  const auto n = static_cast<size_t>(c.nranks);
+  std::vector<size_t> uneven(n + 1, 0);
+  for (size_t r = 0; r < n; ++r) uneven[r + 1] = uneven[r] + (r % 2 == 1 ? 0 : c.count / n * (r + 1) + r);
+  out.offsets.push_back(uneven);
+  for (int root = 0; root < c.nranks; ++root) {
+    std::vector<size_t> single(n + 1);
+    for (int b = 0; b <= c.nranks; ++b) single[static_cast<size_t>(b)] = b <= root ? 0 : c.count;
+    out.offsets.push_back(single);
+  }
+  for (const std::vector<size_t>& offsets : out.offsets) {
+    out.layouts.push_back(BlockLayout::fromOffsets(offsets.data(), c.nranks));
+  }
+  return out;
+}
+
+TEST(BlockLayoutTest, GivenOffsetsAreTheBlocks) {
+  const size_t offsets[] = {0, 0, 5, 5, 12};
+  BlockLayout layout = BlockLayout::fromOffsets(offsets, 4);
+  EXPECT_EQ(layout.count(), 12u);
+  EXPECT_EQ(layout.blocks(), 4);
+  EXPECT_EQ(layout.size(0), 0u);
+  EXPECT_EQ(layout.offset(1), 0u);
+  EXPECT_EQ(layout.size(1), 5u);
+  EXPECT_EQ(layout.size(2), 0u);
+  EXPECT_EQ(layout.offset(3), 5u);
+  EXPECT_EQ(layout.size(3), 7u);
+  EXPECT_EQ(layout.maxSize(), 7u);
+}
+
 TEST(RingCursorTest, SenderAndReceiverWalkTheSameFragments) {
   for (const Case& c : cases()) {
-    BlockLayout layout(c.count, c.nranks);
-    for (int shift : {0, 1}) {
-      for (int r = 0; r < c.nranks; ++r) {
-        int right = (r + 1) % c.nranks;
-        auto sent = walk(layout, {r, c.nranks, c.frag_elems, c.frags_per_round}, shift);
-        auto received = walk(layout, {right, c.nranks, c.frag_elems, c.frags_per_round}, shift + 1);
-        ASSERT_EQ(sent.size(), received.size()) << "count " << c.count << " n " << c.nranks;
-        for (size_t i = 0; i < sent.size(); ++i) {
-          EXPECT_TRUE(sent[i].sameData(received[i]));
-          EXPECT_EQ(sent[i].step, received[i].step);
+    Layouts all = layoutsFor(c);
+    for (const BlockLayout& layout : all.layouts) {
+      for (int shift : {0, 1}) {
+        for (int r = 0; r < c.nranks; ++r) {
+          int right = (r + 1) % c.nranks;
+          auto sent = walk(layout, {r, c.nranks, c.frag_elems, c.frags_per_round}, shift);
+          auto received = walk(layout, {right, c.nranks, c.frag_elems, c.frags_per_round}, shift + 1);
+          ASSERT_EQ(sent.size(), received.size()) << "count " << c.count << " n " << c.nranks;
+          for (size_t i = 0; i < sent.size(); ++i) {
+            EXPECT_TRUE(sent[i].sameData(received[i]));
+            EXPECT_EQ(sent[i].step, received[i].step);
+          }
         }
       }
     }
@@ -123,21 +165,23 @@ TEST(RingCursorTest, SenderAndReceiverWalkTheSameFragments) {
 // Each step covers its whole block exactly once; a pass of nranks-1 steps covers every block but one.
 TEST(RingCursorTest, EachStepCoversItsBlockExactlyOnce) {
   for (const Case& c : cases()) {
-    BlockLayout layout(c.count, c.nranks);
-    for (int r = 0; r < c.nranks; ++r) {
-      std::map<int, size_t> covered;  // step -> elements
-      std::map<int, int> block_of_step;
-      for (const Fragment& f : walk(layout, {r, c.nranks, c.frag_elems, c.frags_per_round}, 1)) {
-        covered[f.step] += f.count;
-        auto [it, inserted] = block_of_step.emplace(f.step, f.block);
-        EXPECT_EQ(it->second, f.block);
-        EXPECT_EQ(f.block, ((r - f.step - 1) % c.nranks + c.nranks) % c.nranks);
-      }
-      for (auto [step, elements] : covered) EXPECT_EQ(elements, layout.size(block_of_step[step]));
-      for (int s = 0; s < c.nranks - 1; ++s) {
-        int block = ((r - s - 1) % c.nranks + c.nranks) % c.nranks;
-        if (layout.size(block) > 0) {
-          EXPECT_EQ(covered.count(s), 1u) << "step " << s;
+    Layouts all = layoutsFor(c);
+    for (const BlockLayout& layout : all.layouts) {
+      for (int r = 0; r < c.nranks; ++r) {
+        std::map<int, size_t> covered;  // step -> elements
+        std::map<int, int> block_of_step;
+        for (const Fragment& f : walk(layout, {r, c.nranks, c.frag_elems, c.frags_per_round}, 1)) {
+          covered[f.step] += f.count;
+          auto [it, inserted] = block_of_step.emplace(f.step, f.block);
+          EXPECT_EQ(it->second, f.block);
+          EXPECT_EQ(f.block, ((r - f.step - 1) % c.nranks + c.nranks) % c.nranks);
+        }
+        for (auto [step, elements] : covered) EXPECT_EQ(elements, layout.size(block_of_step[step]));
+        for (int s = 0; s < c.nranks - 1; ++s) {
+          int block = ((r - s - 1) % c.nranks + c.nranks) % c.nranks;
+          if (layout.size(block) > 0) {
+            EXPECT_EQ(covered.count(s), 1u) << "step " << s;
+          }
         }
       }
     }
@@ -148,26 +192,28 @@ TEST(RingCursorTest, EachStepCoversItsBlockExactlyOnce) {
 // received fragment but the last step's has its forward there, and every send after step 0 has its source.
 TEST(RingCursorTest, ForwardsAreOneRoundWidthBehind) {
   for (const Case& c : cases()) {
-    BlockLayout layout(c.count, c.nranks);
-    for (int r = 0; r < c.nranks; ++r) {
-      RingShape shape{r, c.nranks, c.frag_elems, c.frags_per_round};
-      std::map<uint64_t, Fragment> sends;
-      for (const Fragment& f : walk(layout, shape, 1)) sends.emplace(f.position, f);
-      size_t forwards = 0;
-      for (const Fragment& f : walk(layout, shape, 2)) {
-        if (f.step == c.nranks - 2) {
-          EXPECT_EQ(f.block, r);
-          continue;
+    Layouts all = layoutsFor(c);
+    for (const BlockLayout& layout : all.layouts) {
+      for (int r = 0; r < c.nranks; ++r) {
+        RingShape shape{r, c.nranks, c.frag_elems, c.frags_per_round};
+        std::map<uint64_t, Fragment> sends;
+        for (const Fragment& f : walk(layout, shape, 1)) sends.emplace(f.position, f);
+        size_t forwards = 0;
+        for (const Fragment& f : walk(layout, shape, 2)) {
+          if (f.step == c.nranks - 2) {
+            EXPECT_EQ(f.block, r);
+            continue;
+          }
+          auto it = sends.find(f.position + static_cast<uint64_t>(c.frags_per_round));
+          ASSERT_NE(it, sends.end());
+          EXPECT_TRUE(it->second.sameData(f));
+          EXPECT_EQ(it->second.step, f.step + 1);
+          ++forwards;
         }
-        auto it = sends.find(f.position + static_cast<uint64_t>(c.frags_per_round));
-        ASSERT_NE(it, sends.end());
-        EXPECT_TRUE(it->second.sameData(f));
-        EXPECT_EQ(it->second.step, f.step + 1);
-        ++forwards;
+        size_t later_sends = 0;
+        for (const auto& [position, f] : sends) later_sends += f.step > 0 ? 1 : 0;
+        EXPECT_EQ(forwards, later_sends);
       }
-      size_t later_sends = 0;
-      for (const auto& [position, f] : sends) later_sends += f.step > 0 ? 1 : 0;
-      EXPECT_EQ(forwards, later_sends);
     }
   }
 }
