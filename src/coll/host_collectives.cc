@@ -8,7 +8,9 @@
 // communicator's table (coll/algorithm_table.h, chooseAlgorithm): by default recursive halving/doubling for small
 // messages, where the ring's n-1 latencies per pass dominate, the ring otherwise; on one host, larger operations first
 // try the direct algorithm (withDirect, coll/direct_phase.h), and the planned stages run only if some rank's buffers
-// turn out unreachable.
+// turn out unreachable. Gather, scatter and all-to-all run one exchange stage (coll/peer_exchange.h); the reduce and
+// the collectives with per-rank counts run the ring over blocks their post lays out. Point-to-point calls are not
+// HostTasks: they take no sequence number of the team (coll/point_to_point.h).
 #include "coll/host_collectives.h"
 
 #include <algorithm>
@@ -578,9 +580,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postBroadcast(const void* sen
                                                                  psdp_dtype_t dtype, int root) {
   PSDP_RETURN_IF_ERROR(checkUsable());
   if (dtypeSize(dtype) == 0) return Status::unsupported("broadcast of dtype {}", static_cast<int>(dtype));
-  if (root < 0 || root >= params_.nranks) {
-    return Status::invalidArgument("broadcast root {} is outside [0, {})", root, params_.nranks);
-  }
+  PSDP_RETURN_IF_ERROR(checkRoot("broadcast", "root", root));
   OpHeader header{OpKind::kBroadcast, 0, count, dtype};
   header.root = root;
   OpContext op = beginOp(header);

@@ -1,8 +1,9 @@
-// A rank dies (SIGKILL) in the middle of an all-reduce; every survivor must get PSDP_ERR_REMOTE from that
-// all-reduce, naming the dead rank, within a few seconds (PSDP_TIMEOUT is far longer), and the same error at
-// once from every later call. Run through expect_rank_killed.sh, which launches it with
-// `psdp-run --keep-going` and checks that exactly the victim was killed and every other rank passed.
-//   mp_peer_death VICTIM DIR [--any-cause]
+// A rank dies (SIGKILL) in the middle of an all-reduce (or, with --op, an all-to-all, a reduce to rank 0, or
+// receives from it); every survivor must get PSDP_ERR_REMOTE from that call, naming the dead rank, within a
+// few seconds (PSDP_TIMEOUT is far longer), and the same error at once from every later call. Run through
+// expect_rank_killed.sh, which launches it with `psdp-run --keep-going` and checks that exactly the victim was killed
+// and every other rank passed.
+//   mp_peer_death VICTIM DIR [--any-cause] [--op=all-reduce|all-to-all|reduce|recv]
 // VICTIM: the rank that dies (the scripts pick the middle one, so that some survivors are not its ring
 // neighbours). DIR: an empty directory the ranks use to wait for each other outside psdp: before the
 // victim dies, and before survivors exit (one that exits early is a second dead peer for the slower ones,
@@ -35,6 +36,24 @@ constexpr double kMaxSecondsToError = 5.0;
 // Large enough that the all-reduce is still running when the victim dies.
 constexpr size_t kCount = size_t{16} << 20;
 
+// The call every rank makes while the victim dies: the survivors' is blocking, the victim's nonblocking.
+// recv: the survivors wait for a message from the victim, which never sends one: it waits for one itself, and dies.
+psdp_status_t deathCall(const std::string& op, std::vector<int32_t>& data, int rank, int nranks, int victim,
+                        psdp_comm_h comm, psdp_request_h* request_p) {
+  const size_t block = kCount / static_cast<size_t>(nranks);
+  if (op == "all-to-all") {
+    return psdp_all_to_all(data.data(), data.data() + kCount, block, PSDP_INT32, comm, nullptr, request_p);
+  }
+  if (op == "reduce") {
+    return psdp_reduce(data.data(), data.data() + kCount, kCount, PSDP_INT32, PSDP_SUM, 0, comm, nullptr, request_p);
+  }
+  if (op == "recv") {
+    const int source = rank == victim ? (victim + 1) % nranks : victim;
+    return psdp_recv(data.data(), block, PSDP_INT32, source, comm, nullptr, request_p);
+  }
+  return psdp_all_reduce(data.data(), data.data(), kCount, PSDP_INT32, PSDP_SUM, comm, nullptr, request_p);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -48,7 +67,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path dir = argv[2];
-  std::vector<int32_t> data(kCount, rank + 1);
+  bool any_cause = false;
+  std::string op = "all-reduce";
+  for (int i = 3; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--any-cause") any_cause = true;
+    if (arg.rfind("--op=", 0) == 0) op = arg.substr(5);
+  }
+  // Twice the count: the calls with an output of their own write the second half.
+  std::vector<int32_t> data(2 * kCount, rank + 1);
   // Every rank is connected and working before anyone dies.
   psdp_status_t s = psdp_all_reduce(data.data(), data.data(), 1024, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
   report.check(s == PSDP_SUCCESS, "warm-up all-reduce: " + why(comm, s));
@@ -58,21 +85,20 @@ int main(int argc, char** argv) {
 
   if (rank == victim) {
     psdp_request_h request = nullptr;
-    s = psdp_all_reduce(data.data(), data.data(), kCount, PSDP_INT32, PSDP_SUM, comm, nullptr, &request);
+    s = deathCall(op, data, rank, nranks, victim, comm, &request);
     report.check(s == PSDP_SUCCESS, "victim's post: " + why(comm, s));
-    // Dies with its part of the all-reduce under way.
+    // Dies with its part of the call under way.
     (void)psdp_request_test(request);
     std::fflush(stdout);
     raise(SIGKILL);
   }
 
   Clock::time_point start = Clock::now();
-  s = psdp_all_reduce(data.data(), data.data(), kCount, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
+  s = deathCall(op, data, rank, nranks, victim, comm, nullptr);
   double seconds = secondsSince(start);
   std::string error = psdp_get_last_error(comm);
   std::string victim_name = "peer " + std::to_string(victim);
-  report.check(s == PSDP_ERR_REMOTE, std::string("the all-reduce returns remote error, got ") + why(comm, s));
-  bool any_cause = argc > 3 && std::string(argv[3]) == "--any-cause";
+  report.check(s == PSDP_ERR_REMOTE, "the " + op + " returns remote error, got " + why(comm, s));
   report.check(any_cause || error.find(victim_name) != std::string::npos,
                "the error names " + victim_name + ": " + error);
   report.check(seconds < kMaxSecondsToError, "the error came " + std::to_string(seconds) + " s after the call, limit " +
