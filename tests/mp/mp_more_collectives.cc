@@ -31,6 +31,11 @@ int32_t value(int r, size_t i, int b = 0) {
   return static_cast<int32_t>((r + 1) * 100000 + b * 1000 + static_cast<int>(i % 997));
 }
 
+// memcpy of `count` elements; an empty vector's data() may be NULL, which memcpy must never get.
+void copyInts(int32_t* dst, const int32_t* src, size_t count) {
+  if (count > 0) std::memcpy(dst, src, count * sizeof(int32_t));
+}
+
 std::string tag(const char* what, size_t count, int root = -1, bool in_place = false) {
   std::string text = std::string(what) + " count " + std::to_string(count);
   if (root >= 0) text += " root " + std::to_string(root);
@@ -71,7 +76,7 @@ void testReduce(psdp_comm_h comm) {
               want[i] = acc;
             }
           }
-          if (in_place && g_rank == root) std::memcpy(recv.data(), send.data(), count * sizeof(int32_t));
+          if (in_place && g_rank == root) copyInts(recv.data(), send.data(), count);
           const void* sendbuf = in_place && g_rank == root ? recv.data() : send.data();
           // The other ranks pass no recvbuf at all.
           void* recvbuf = g_rank == root ? recv.data() : nullptr;
@@ -110,7 +115,7 @@ void testGatherScatter(psdp_comm_h comm) {
         }
         const int32_t* sendbuf = mine.data();
         if (in_place && here) {
-          std::memcpy(all.data() + static_cast<size_t>(root) * count, mine.data(), count * sizeof(int32_t));
+          copyInts(all.data() + static_cast<size_t>(root) * count, mine.data(), count);
           sendbuf = all.data() + static_cast<size_t>(root) * count;
         }
         psdp_status_t s =
@@ -127,7 +132,7 @@ void testGatherScatter(psdp_comm_h comm) {
         int32_t* recvbuf = out.data();
         if (in_place && here) recvbuf = source.data() + static_cast<size_t>(root) * count;
         s = psdp_scatter(here ? source.data() : nullptr, recvbuf, count, PSDP_INT32, root, comm, nullptr, nullptr);
-        if (in_place && here) std::memcpy(out.data(), recvbuf, count * sizeof(int32_t));
+        if (in_place && here) copyInts(out.data(), recvbuf, count);
         expectEqual(out, expect, tag("scatter", count, root, in_place), comm, s);
       }
     }
@@ -195,7 +200,7 @@ void testVariable(psdp_comm_h comm) {
         for (size_t i = 0; i < counts[r]; ++i) want[offset[r] + i] = value(static_cast<int>(r), i);
       const int32_t* sendbuf = mine.data();
       if (in_place) {
-        std::memcpy(all.data() + at, mine.data(), own * sizeof(int32_t));
+        copyInts(all.data() + at, mine.data(), own);
         sendbuf = all.data() + at;
       }
       psdp_status_t s = psdp_all_gather_v(sendbuf, all.data(), counts.data(), PSDP_INT32, comm, nullptr, nullptr);
@@ -211,7 +216,7 @@ void testVariable(psdp_comm_h comm) {
       }
       int32_t* recvbuf = in_place ? input.data() + at : out.data();
       s = psdp_reduce_scatter_v(input.data(), recvbuf, counts.data(), PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
-      if (in_place && s == PSDP_SUCCESS) std::memcpy(out.data(), recvbuf, own * sizeof(int32_t));
+      if (in_place && s == PSDP_SUCCESS) copyInts(out.data(), recvbuf, own);
       expectEqual(out, expect, "reduce-scatter-v counts " + countsText(counts) + (in_place ? " in place" : ""), comm,
                   s);
     }
