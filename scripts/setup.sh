@@ -8,8 +8,9 @@ build_dir=${1:-build}
 shift || true
 
 # clang and libclang-rt-14-dev (libFuzzer's runtime, only recommended by clang's packages) build the fuzz
-# targets of scripts/fuzz.sh; libssl-dev gives the bootstrap's HMAC.
-packages=(build-essential cmake ninja-build pkg-config python3 binutils
+# targets of scripts/fuzz.sh; libssl-dev gives the bootstrap's HMAC; python3-venv the virtual environment of
+# scripts/python_tests.sh.
+packages=(build-essential cmake ninja-build pkg-config python3 python3-venv binutils
           libucx-dev ucx-utils libhwloc-dev libhwloc-plugins hwloc libxml2-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
           clang libclang-rt-14-dev)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds psdp and runs the whole test suite, tier by tier, printing how long each stage took; then fuzzes
-# every parser of untrusted bytes; then rebuilds with AddressSanitizer and UndefinedBehaviorSanitizer and
-# runs the unit and multi-rank tiers again.
+# Builds psdp and runs the whole test suite, tier by tier, then the Python bindings' tests, printing how long
+# each stage took; then fuzzes every parser of untrusted bytes; then rebuilds with AddressSanitizer and
+# UndefinedBehaviorSanitizer and runs the unit and multi-rank tiers again.
 #   scripts/test.sh            everything
 #   PSDP_SKIP_SANITIZERS=1 scripts/test.sh   skip the sanitizer stage
 set -euo pipefail
@@ -30,6 +30,8 @@ stage "build" scripts/setup.sh build
 for tier in lint unit mp long install; do
   stage "test $tier" run_tier build "$tier"
 done
+# The Python bindings, installed with pip into a virtual environment, against build/'s libpsdp.so.
+stage "python" scripts/python_tests.sh
 # Every parser of untrusted bytes under libFuzzer for 30 s each (clang, ASan, UBSan; scripts/fuzz.sh).
 stage "fuzz" scripts/fuzz.sh "${PSDP_FUZZ_SECONDS:-30}"
 if [[ -z "${PSDP_SKIP_SANITIZERS:-}" ]]; then
