@@ -392,13 +392,15 @@ PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p)
  * More collectives, with the rules above (same order on every rank, checked; nonblocking with request_p;
  * host memory; the same argument checks and errors). The buffers a rank does not use may be NULL there.
  * Algorithms (psdp-info --algorithms names the rules whose fragment and depth they take):
- *   reduce: a pipelined chain around the ring ending at the root, each link carrying the data once, the
- *           reduce-scatter rule's fragment and depth;
+ *   reduce: on one host, where the reduce-scatter rule says direct, the root reads every rank's input and
+ *           reduces it into recvbuf in one pass (as the direct reduce-scatter, README "Direct collectives");
+ *           otherwise a pipelined chain around the ring ending at the root, each link carrying the data once,
+ *           the reduce-scatter rule's fragment and depth;
  *   gather, scatter, all-to-all: one message per pair of ranks straight between the buffers, the all-gather
  *           rule's depth of them in flight per direction;
  *   all-gather-v, reduce-scatter-v: the ring over blocks of the per-rank counts (the all-gather and
  *           reduce-scatter rules), so their bandwidth is that of the even forms.
- * None of them runs the direct algorithm.
+ * Only the reduce runs the direct algorithm.
  * ------------------------------------------------------------------------------------------------ */
 
 /* The reduction of every rank's sendbuf (count elements) lands in the root's recvbuf; recvbuf is written on the

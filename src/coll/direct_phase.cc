@@ -243,6 +243,7 @@ size_t DirectPhase::shareBytes() const {
   switch (args_.kind) {
     case OpKind::kReduceScatter:
     case OpKind::kBroadcast: return bytes;
+    case OpKind::kReduce: return op_.rank == args_.root ? bytes : 0;
     case OpKind::kAllReduce: return allReduceBlocks().size(op_.rank) * args_.elem_size;
     case OpKind::kAllGather: return bytes * static_cast<size_t>(op_.nranks);
     default: return 0;  // the barrier, and the kinds that never run direct
@@ -251,7 +252,8 @@ size_t DirectPhase::shareBytes() const {
 
 // Each rank's share never overlaps another's: reduce-scatter and all-reduce rank r reduce block r only (of
 // every rank's input; into every output for an all-reduce over addressable buffers); all-gather and
-// broadcast rank r writes only its own output. In place, block r of an input is read, a tile at a time,
+// broadcast rank r writes only its own output; the reduce's root reduces every input into its output, and
+// the other ranks only lend their inputs. In place, block r of an input is read, a tile at a time,
 // before the same tile is written. [from, to) are bytes of the share's results.
 Status DirectPhase::runShare(size_t from, size_t to) {
   const int n = op_.nranks;
@@ -264,6 +266,13 @@ Status DirectPhase::runShare(size_t from, size_t to) {
     case OpKind::kReduceScatter: {
       const size_t offset = static_cast<size_t>(op_.rank) * args_.count * esize + from;
       for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = slot_.peer(r).send.at(offset);
+      std::byte* const out = mine + from;
+      return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&out, 1), count, esize, n, channel_.tiles(),
+                          args_.streaming);
+    }
+    case OpKind::kReduce: {
+      if (op_.rank != args_.root) return Status::ok();
+      for (int r = 0; r < n; ++r) inputs[static_cast<size_t>(r)] = slot_.peer(r).send.at(from);
       std::byte* const out = mine + from;
       return directReduce(args_.kernel, inputs, std::span<std::byte* const>(&out, 1), count, esize, n, channel_.tiles(),
                           args_.streaming);

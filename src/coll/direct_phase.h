@@ -39,7 +39,7 @@ struct DirectArgs {
   size_t count = 0;  // reduce-scatter: recvcount; all-gather: sendcount; all-reduce, broadcast: count
   size_t elem_size = 1;
   ReduceKernel kernel;    // reductions; never premul-sum, whose scalars are each rank's own
-  int root = -1;          // broadcast
+  int root = -1;          // broadcast, reduce
   bool streaming = true;  // results may be stored with non-temporal stores (coll/direct_kernels.h)
   bool cma = true;        // may run direct where some rank reads another's memory (rule option cma)
 };

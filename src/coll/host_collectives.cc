@@ -249,7 +249,9 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
   // Finds the call's rule and decides whether it runs recursive halving/doubling (see the definition).
   enum class RecursiveFit { kAnyRanks, kPowerOfTwo, kNone };
   void chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes, RecursiveFit fit, size_t staging_bytes) const;
-  std::unique_ptr<CollTask> withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args, size_t bytes);
+  // `offsets`: the task's, as makeTask takes them.
+  std::unique_ptr<CollTask> withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args, size_t bytes,
+                                       BlockOffsetsPool::Lease offsets = BlockOffsetsPool::Lease());
   // The offsets of blocks of `counts` elements (nranks of them): their prefix sums. Errors: invalid argument
   // when the total overflows.
   Result<BlockOffsetsPool::Lease> offsetsOf(const size_t* counts, const char* call);
@@ -614,7 +616,9 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postBarrier() {
 
 // The reduce is a ring reduce-scatter whose only non-empty block is the root's: every fragment goes once
 // around the ring, starting at the rank after the root, each rank adding its input, and ends reduced in the
-// root's recvbuf (a pipelined chain: every link carries the data once). The other ranks write nothing.
+// root's recvbuf (a pipelined chain: every link carries the data once). The other ranks write nothing. On
+// one host the direct algorithm comes first: the root reads every rank's input and reduces it into its
+// recvbuf in one pass, as the direct reduce-scatter does for its block.
 Result<std::unique_ptr<CollTask>> HostCollectives::postReduce(const void* sendbuf, void* recvbuf, size_t count,
                                                               psdp_dtype_t dtype, psdp_op_t op_kind, int root) {
   PSDP_RETURN_IF_ERROR(checkUsable());
@@ -640,7 +644,16 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduce(const void* sendbu
                  kernel};
   plan.stages[plan.nstages++] = Stage::kReduceScatter;
   stageRing(plan, layout, esize);
-  return makeTask(op, plan, std::move(offsets));
+  // On one host, larger ones first try the root reducing every rank's input in place (the reduce-scatter
+  // rule's direct range).
+  DirectArgs direct{OpKind::kReduce,
+                    static_cast<const std::byte*>(sendbuf),
+                    static_cast<std::byte*>(recvbuf),
+                    count,
+                    esize,
+                    kernel,
+                    root};
+  return withDirect(op, plan, direct, count * esize, std::move(offsets));
 }
 
 Result<std::unique_ptr<CollTask>> HostCollectives::postGather(const void* sendbuf, void* recvbuf, size_t sendcount,
@@ -844,7 +857,7 @@ void HostCollectives::chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes,
 // The planned stages stay behind the direct phase as its fallback. Premul-sum never runs direct: a rank
 // reducing another rank's input would need that rank's scalar.
 std::unique_ptr<CollTask> HostCollectives::withDirect(const OpContext& op, TaskPlan& plan, const DirectArgs& args,
-                                                      size_t bytes) {
+                                                      size_t bytes, BlockOffsetsPool::Lease offsets) {
   const AlgorithmRule& rule = *plan.rule;
   if (rule.algorithm == Algorithm::kDirect && params_.single_host && !params_.deterministic &&
       !args.kernel.scalesInput() && static_cast<size_t>(params_.nranks) <= kMaxDirectOutputs) {
@@ -857,7 +870,7 @@ std::unique_ptr<CollTask> HostCollectives::withDirect(const OpContext& op, TaskP
     plan.stages[0] = Stage::kDirect;
     ++plan.nstages;
   }
-  return makeTask(op, plan);
+  return makeTask(op, plan, std::move(offsets));
 }
 
 // A caller whose buffers are private pays one small-message round per operation for nothing; after each
