@@ -396,11 +396,13 @@ PSDP_API psdp_status_t psdp_barrier(psdp_comm_h comm, psdp_request_h* request_p)
  *           reduces it into recvbuf in one pass (as the direct reduce-scatter, README "Direct collectives");
  *           otherwise a pipelined chain around the ring ending at the root, each link carrying the data once,
  *           the reduce-scatter rule's fragment and depth;
- *   gather, scatter, all-to-all: one message per pair of ranks straight between the buffers, the all-gather
- *           rule's depth of them in flight per direction;
+ *   gather, scatter, all-to-all: on one host, where the all-gather rule says direct, each rank (the gather's
+ *           root) copies the blocks it receives straight out of the other ranks' buffers; otherwise one message
+ *           per pair of ranks straight between the buffers, the all-gather rule's depth of them in flight per
+ *           direction;
  *   all-gather-v, reduce-scatter-v: the ring over blocks of the per-rank counts (the all-gather and
  *           reduce-scatter rules), so their bandwidth is that of the even forms.
- * Only the reduce runs the direct algorithm.
+ * The -v collectives never run the direct algorithm.
  * ------------------------------------------------------------------------------------------------ */
 
 /* The reduction of every rank's sendbuf (count elements) lands in the root's recvbuf; recvbuf is written on the

@@ -116,7 +116,9 @@ Result<Progress> DirectPhase::advance() {
 size_t DirectPhase::offeredSendBytes(int rank) const {
   const size_t bytes = args_.count * args_.elem_size;
   switch (args_.kind) {
-    case OpKind::kReduceScatter: return bytes * static_cast<size_t>(op_.nranks);
+    case OpKind::kReduceScatter:
+    case OpKind::kAllToAll: return bytes * static_cast<size_t>(op_.nranks);
+    case OpKind::kScatter: return rank == args_.root ? bytes * static_cast<size_t>(op_.nranks) : 0;
     case OpKind::kBroadcast: return rank == args_.root ? bytes : 0;
     default: return bytes;
   }
@@ -245,7 +247,10 @@ size_t DirectPhase::shareBytes() const {
     case OpKind::kBroadcast: return bytes;
     case OpKind::kReduce: return op_.rank == args_.root ? bytes : 0;
     case OpKind::kAllReduce: return allReduceBlocks().size(op_.rank) * args_.elem_size;
-    case OpKind::kAllGather: return bytes * static_cast<size_t>(op_.nranks);
+    case OpKind::kAllGather:
+    case OpKind::kAllToAll: return bytes * static_cast<size_t>(op_.nranks);
+    case OpKind::kGather: return op_.rank == args_.root ? bytes * static_cast<size_t>(op_.nranks) : 0;
+    case OpKind::kScatter: return bytes;
     default: return 0;  // the barrier, and the kinds that never run direct
   }
 }
@@ -253,8 +258,9 @@ size_t DirectPhase::shareBytes() const {
 // Each rank's share never overlaps another's: reduce-scatter and all-reduce rank r reduce block r only (of
 // every rank's input; into every output for an all-reduce over addressable buffers); all-gather and
 // broadcast rank r writes only its own output; the reduce's root reduces every input into its output, and
-// the other ranks only lend their inputs. In place, block r of an input is read, a tile at a time,
-// before the same tile is written. [from, to) are bytes of the share's results.
+// the gather's copies every rank's block into it (the other ranks only lend their inputs); scatter and
+// all-to-all rank r copies its block out of the root's, or every rank's, input into its own output. In place, block r
+// of an input is read, a tile at a time, before the same tile is written. [from, to) are bytes of the share's results.
 Status DirectPhase::runShare(size_t from, size_t to) {
   const int n = op_.nranks;
   const size_t esize = args_.elem_size;
@@ -288,19 +294,28 @@ Status DirectPhase::runShare(size_t from, size_t to) {
       for (int r = 0; r < n; ++r) outputs[static_cast<size_t>(r)] = slot_.peer(r).recv_here + offset;
       return directReduce(args_.kernel, inputs, outputs, count, esize, n, channel_.tiles(), args_.streaming);
     }
-    case OpKind::kAllGather: {
-      // Rank r's block lands at r * bytes of the output.
+    case OpKind::kAllGather:
+    case OpKind::kGather:
+    case OpKind::kAllToAll: {
+      // Rank r's block lands at r * bytes of the output; of an all-to-all, it is block `rank` of r's input.
       const size_t bytes = args_.count * esize;
+      const size_t from_input = args_.kind == OpKind::kAllToAll ? static_cast<size_t>(op_.rank) * bytes : 0;
+      if (args_.kind == OpKind::kGather && op_.rank != args_.root) return Status::ok();
       for (int r = 0; r < n; ++r) {
         const size_t begin = static_cast<size_t>(r) * bytes;
         const size_t lo = std::max(from, begin), hi = std::min(to, begin + bytes);
         if (lo >= hi) continue;
-        PSDP_RETURN_IF_ERROR(directCopy(mine + lo, slot_.peer(r).send.at(lo - begin), hi - lo, args_.streaming));
+        PSDP_RETURN_IF_ERROR(
+            directCopy(mine + lo, slot_.peer(r).send.at(from_input + lo - begin), hi - lo, args_.streaming));
       }
       return Status::ok();
     }
     case OpKind::kBroadcast:
       return directCopy(mine + from, slot_.peer(args_.root).send.at(from), to - from, args_.streaming);
+    case OpKind::kScatter: {
+      const size_t own_block = static_cast<size_t>(op_.rank) * args_.count * esize;
+      return directCopy(mine + from, slot_.peer(args_.root).send.at(own_block + from), to - from, args_.streaming);
+    }
     default: return Status::ok();  // the barrier, and the kinds that never run direct
   }
 }

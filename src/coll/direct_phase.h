@@ -36,10 +36,12 @@ struct DirectArgs {
   OpKind kind = OpKind::kAllReduce;
   const std::byte* send = nullptr;
   std::byte* recv = nullptr;
-  size_t count = 0;  // reduce-scatter: recvcount; all-gather: sendcount; all-reduce, broadcast: count
+  // reduce-scatter, scatter: recvcount; all-gather, gather: sendcount; all-to-all: count per block; all-reduce,
+  // broadcast, reduce: count
+  size_t count = 0;
   size_t elem_size = 1;
   ReduceKernel kernel;    // reductions; never premul-sum, whose scalars are each rank's own
-  int root = -1;          // broadcast, reduce
+  int root = -1;          // broadcast, reduce, gather, scatter
   bool streaming = true;  // results may be stored with non-temporal stores (coll/direct_kernels.h)
   bool cma = true;        // may run direct where some rank reads another's memory (rule option cma)
 };

@@ -8,8 +8,9 @@
 // communicator's table (coll/algorithm_table.h, chooseAlgorithm): by default recursive halving/doubling for small
 // messages, where the ring's n-1 latencies per pass dominate, the ring otherwise; on one host, larger operations first
 // try the direct algorithm (withDirect, coll/direct_phase.h), and the planned stages run only if some rank's buffers
-// turn out unreachable. Gather, scatter and all-to-all run one exchange stage (coll/peer_exchange.h); the reduce and
-// the collectives with per-rank counts run the ring over blocks their post lays out. Point-to-point calls are not
+// turn out unreachable. Gather, scatter and all-to-all run one exchange stage (coll/peer_exchange.h) behind the
+// direct one; the reduce (also behind the direct one) and the collectives with per-rank counts run the ring over
+// blocks their post lays out. Point-to-point calls are not
 // HostTasks: they take no sequence number of the team (coll/point_to_point.h).
 #include "coll/host_collectives.h"
 
@@ -255,9 +256,10 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
   // The offsets of blocks of `counts` elements (nranks of them): their prefix sums. Errors: invalid argument
   // when the total overflows.
   Result<BlockOffsetsPool::Lease> offsetsOf(const size_t* counts, const char* call);
-  // gather, scatter and all-to-all: one exchange stage moving `block_bytes` per pair.
-  std::unique_ptr<CollTask> exchangeTask(const OpContext& op, TaskPlan& plan, const PeerExchangeArgs& args,
-                                         size_t total_bytes);
+  // gather, scatter and all-to-all: one exchange stage moving `block_bytes` per pair, behind the direct
+  // algorithm (`direct`) where the all-gather rule says so.
+  std::unique_ptr<CollTask> exchangeTask(const OpContext& op, TaskPlan& plan, const PeerExchangeArgs& args, OpKind kind,
+                                         size_t elem_size, size_t total_bytes);
   Result<std::unique_ptr<CollTask>> postPointToPoint(OpKind kind, std::byte* data, size_t count, psdp_dtype_t dtype,
                                                      int peer);
   Status checkRoot(const char* call, const char* what, int root) const {
@@ -671,7 +673,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postGather(const void* sendbu
   return exchangeTask(op, plan,
                       {ExchangePattern::kGather, root, static_cast<const std::byte*>(sendbuf),
                        static_cast<std::byte*>(recvbuf), sendcount * esize},
-                      sendcount * static_cast<size_t>(params_.nranks) * esize);
+                      OpKind::kGather, esize, sendcount * static_cast<size_t>(params_.nranks) * esize);
 }
 
 Result<std::unique_ptr<CollTask>> HostCollectives::postScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -689,7 +691,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postScatter(const void* sendb
   return exchangeTask(op, plan,
                       {ExchangePattern::kScatter, root, static_cast<const std::byte*>(sendbuf),
                        static_cast<std::byte*>(recvbuf), recvcount * esize},
-                      recvcount * static_cast<size_t>(params_.nranks) * esize);
+                      OpKind::kScatter, esize, recvcount * static_cast<size_t>(params_.nranks) * esize);
 }
 
 Result<std::unique_ptr<CollTask>> HostCollectives::postAllToAll(const void* sendbuf, void* recvbuf, size_t count,
@@ -704,7 +706,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postAllToAll(const void* send
   return exchangeTask(op, plan,
                       {ExchangePattern::kAllToAll, 0, static_cast<const std::byte*>(sendbuf),
                        static_cast<std::byte*>(recvbuf), count * esize},
-                      count * static_cast<size_t>(params_.nranks) * esize);
+                      OpKind::kAllToAll, esize, count * static_cast<size_t>(params_.nranks) * esize);
 }
 
 // Per-rank counts run the ring over blocks of those sizes: the same schedule, each link carrying every block
@@ -800,12 +802,15 @@ Result<BlockOffsetsPool::Lease> HostCollectives::offsetsOf(const size_t* counts,
 }
 
 std::unique_ptr<CollTask> HostCollectives::exchangeTask(const OpContext& op, TaskPlan& plan,
-                                                        const PeerExchangeArgs& args, size_t total_bytes) {
-  // The table's all-gather rule gives the messages in flight per direction (its depth).
+                                                        const PeerExchangeArgs& args, OpKind kind, size_t elem_size,
+                                                        size_t total_bytes) {
+  // The table's all-gather rule decides whether to try direct, and gives the messages in flight per direction
+  // (its depth).
   chooseAlgorithm(plan, OpKind::kAllGather, total_bytes, RecursiveFit::kNone, /*staging_bytes=*/0);
   plan.exchange = args;
   plan.stages[plan.nstages++] = Stage::kExchange;
-  return makeTask(op, plan);
+  DirectArgs direct{kind, args.input, args.output, args.block_bytes / elem_size, elem_size, ReduceKernel{}, args.root};
+  return withDirect(op, plan, direct, total_bytes);
 }
 
 // A failed operation may have left transfers posted on the shared completions and tag space; running
@@ -941,9 +946,10 @@ void HostCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool t
     case Choice::kNotPowerOfTwo: why += ", but rhd needs a power-of-two rank count"; break;
     case Choice::kExceedsStaging: why += ", but rhd's vectors exceed one staging fragment"; break;
   }
-  if (plan.stages[0] == Stage::kExchange) {
-    log().debug("{}: one message per pair of ranks, straight between the buffers, {} in flight per direction{}",
-                op.describe(), plan.depth, why);
+  if (plan.stages[plan.tries_direct ? 1 : 0] == Stage::kExchange) {
+    log().debug("{}: {}one message per pair of ranks, straight between the buffers, {} in flight per direction{}",
+                op.describe(), tries_direct ? "direct where every rank's buffers are reachable, else " : "", plan.depth,
+                why);
     return;
   }
   if (plan.recursive) {
