@@ -7,6 +7,7 @@
 // communicator while the parent goes on.
 #include <psdp/psdp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -223,6 +224,48 @@ void testVariable(psdp_comm_h comm) {
   }
 }
 
+// Reduce-scatter-v with every op: int64 for sum, prod (factors of 1 and 2), min and max, float32 for avg (one
+// rounding of an exact sum, as the reference does it).
+void testVariableOps(psdp_comm_h comm) {
+  const auto n = static_cast<size_t>(g_nranks);
+  std::vector<size_t> counts(n), offset(n + 1, 0);
+  for (size_t r = 0; r < n; ++r) counts[r] = 1000 * r + 7;
+  for (size_t r = 0; r < n; ++r) offset[r + 1] = offset[r] + counts[r];
+  const size_t own = counts[static_cast<size_t>(g_rank)], at = offset[static_cast<size_t>(g_rank)];
+  auto input = [](int r, size_t i) { return static_cast<int64_t>((i * 7 + static_cast<size_t>(r) * 3) % 11) - 5; };
+  for (psdp_op_t op : {PSDP_SUM, PSDP_PROD, PSDP_MIN, PSDP_MAX}) {
+    auto element = [&](int r, size_t i) { return op == PSDP_PROD ? (input(r, i) & 1) + 1 : input(r, i); };
+    std::vector<int64_t> send(offset[n]), recv(own + 1, kUntouched);
+    for (size_t i = 0; i < send.size(); ++i) send[i] = element(g_rank, i);
+    psdp_status_t s =
+        psdp_reduce_scatter_v(send.data(), recv.data(), counts.data(), PSDP_INT64, op, comm, nullptr, nullptr);
+    bool ok = s == PSDP_SUCCESS && recv[own] == kUntouched;
+    for (size_t i = 0; ok && i < own; ++i) {
+      int64_t acc = element(0, at + i);
+      for (int r = 1; r < g_nranks; ++r) {
+        int64_t v = element(r, at + i);
+        acc = op == PSDP_SUM    ? acc + v
+              : op == PSDP_PROD ? acc * v
+              : op == PSDP_MIN  ? std::min(acc, v)
+                                : std::max(acc, v);
+      }
+      ok = recv[i] == acc;
+    }
+    g_report.check(ok, "reduce-scatter-v int64 op " + std::to_string(op) + ": " + why(comm, s));
+  }
+  std::vector<float> send(offset[n]), recv(own + 1, -1.0f);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<float>(input(g_rank, i));
+  psdp_status_t s =
+      psdp_reduce_scatter_v(send.data(), recv.data(), counts.data(), PSDP_FLOAT32, PSDP_AVG, comm, nullptr, nullptr);
+  bool ok = s == PSDP_SUCCESS;
+  for (size_t i = 0; ok && i < own; ++i) {
+    float sum = 0;
+    for (int r = 0; r < g_nranks; ++r) sum += static_cast<float>(input(r, at + i));
+    ok = recv[i] == sum / static_cast<float>(g_nranks);
+  }
+  g_report.check(ok, "reduce-scatter-v float32 avg: " + why(comm, s));
+}
+
 psdp_status_t waitAll(std::vector<psdp_request_h>& requests, bool reverse) {
   psdp_status_t first = PSDP_SUCCESS;
   for (size_t k = 0; k < requests.size(); ++k) {
@@ -372,6 +415,7 @@ int main() {
   testGatherScatter(comm);
   testAllToAll(comm);
   testVariable(comm);
+  testVariableOps(comm);
   testPointToPoint(comm);
   testMixed(comm);
   testSizeMismatch(comm);
