@@ -70,6 +70,27 @@ SOURCES
   printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' "$(hostname)" \
     >"$root/etc/hosts"
   cp -L /etc/resolv.conf "$root/etc/resolv.conf"
+  carry_network_trust
+}
+
+# This machine's network may need certificate authorities of its own (an egress proxy's) to reach PyPI: the
+# root trusts what this machine trusts, as it resolves names as this machine does, and the commands get the
+# variables that point at the bundle (pip and Python read them). That is the network's, not a package a
+# fresh machine would lack.
+trust_env=()
+carry_network_trust() {
+  local var file
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    mkdir -p "$root/usr/local/share/ca-certificates"
+    cp -L /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+  fi
+  for var in SSL_CERT_FILE PIP_CERT REQUESTS_CA_BUNDLE; do
+    file=${!var:-}
+    [[ -n $file && -f $file ]] || continue
+    mkdir -p "$root$(dirname "$file")"
+    cp -L "$file" "$root$file"
+    trust_env+=("$var=$file")
+  done
 }
 
 copy_checkout() {
@@ -90,7 +111,7 @@ mount_system() {
 }
 
 in_root() {
-  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
+  chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb "${trust_env[@]}" \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     bash -c "cd /work/psdp && $1"
 }
