@@ -168,7 +168,7 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
         params_(params),
         arena_(std::move(arena)),
         direct_(std::move(peer_memory), std::move(tiles)),
-        offsets_pool_(params.nranks),
+        offsets_pool_(params.nranks, params.max_tasks),
         p2p_completions_(params.max_tasks),
         send_seq_(static_cast<size_t>(params.nranks)),
         recv_seq_(static_cast<size_t>(params.nranks)) {
@@ -986,7 +986,7 @@ Result<std::unique_ptr<Collectives>> createHostCollectives(transport::Transport&
   }
   // Posting a task then allocates nothing: its memory is made now, and its stages run in its task slot.
   Recycled<HostTask>::prime(params.max_tasks);
-  primePointToPointTasks(kMaxTasksInFlight);
+  primePointToPointTasks(params.max_tasks);
   const size_t ring_task_bytes = 2 * static_cast<size_t>(params.algorithms.maxDepth()) *
                                  StagingArena::slotStride(params.algorithms.maxFragmentBytes(params.fragment_bytes));
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
