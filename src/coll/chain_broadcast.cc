@@ -42,8 +42,6 @@ class ChainBroadcast final : public Phase {
   std::byte* fragData(uint64_t frag) const {
     return args_.output + static_cast<size_t>(frag) * args_.frag_elems * args_.elem_size;
   }
-  // Counts the completions from *done up to `posted`, stopping at the first incomplete one.
-  Status settle(CompletionRing& ring, uint64_t posted, uint64_t* done);
   Status postRecvs();
   Status postSends();
 
@@ -59,26 +57,15 @@ class ChainBroadcast final : public Phase {
 };
 
 Result<Progress> ChainBroadcast::advance() {
-  moved_ = false;
-  PSDP_RETURN_IF_ERROR(settle(*op_.recvs, recv_posted_, &arrived_));
-  PSDP_RETURN_IF_ERROR(settle(*op_.sends, send_posted_, &sent_));
+  PSDP_ASSIGN_OR_RETURN(bool received, settleInOrder(*op_.recvs, recv_posted_, &arrived_));
+  PSDP_ASSIGN_OR_RETURN(bool sent, settleInOrder(*op_.sends, send_posted_, &sent_));
+  moved_ = received || sent;
   PSDP_RETURN_IF_ERROR(postRecvs());
   PSDP_RETURN_IF_ERROR(postSends());
   bool received_all = !hasPrev() || arrived_ == frags_;
   bool sent_all = !hasNext() || sent_ == frags_;
   if (received_all && sent_all) return Progress::kDone;
   return moved_ ? Progress::kAdvanced : Progress::kBlocked;
-}
-
-Status ChainBroadcast::settle(CompletionRing& ring, uint64_t posted, uint64_t* done) {
-  while (*done < posted) {
-    const transport::Completion& completion = ring.at(*done);
-    if (!completion.isDone()) break;
-    if (!completion.status.isOk()) return completion.status;
-    ++*done;
-    moved_ = true;
-  }
-  return Status::ok();
 }
 
 Status ChainBroadcast::postRecvs() {

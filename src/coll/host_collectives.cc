@@ -256,10 +256,10 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
   // The offsets of blocks of `counts` elements (nranks of them): their prefix sums. Errors: invalid argument
   // when the total overflows.
   Result<BlockOffsetsPool::Lease> offsetsOf(const size_t* counts, const char* call);
-  // gather, scatter and all-to-all: one exchange stage moving `block_bytes` per pair, behind the direct
-  // algorithm (`direct`) where the all-gather rule says so.
-  std::unique_ptr<CollTask> exchangeTask(const OpContext& op, TaskPlan& plan, const PeerExchangeArgs& args, OpKind kind,
-                                         size_t elem_size, size_t total_bytes);
+  // gather, scatter and all-to-all (root -1): one exchange stage moving `count` elements per pair, behind the
+  // direct algorithm where the all-gather rule says so.
+  Result<std::unique_ptr<CollTask>> postExchange(OpKind kind, ExchangePattern pattern, const void* sendbuf,
+                                                 void* recvbuf, size_t count, psdp_dtype_t dtype, int root);
   Result<std::unique_ptr<CollTask>> postPointToPoint(OpKind kind, std::byte* data, size_t count, psdp_dtype_t dtype,
                                                      int peer);
   Status checkRoot(const char* call, const char* what, int root) const {
@@ -660,53 +660,44 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduce(const void* sendbu
 
 Result<std::unique_ptr<CollTask>> HostCollectives::postGather(const void* sendbuf, void* recvbuf, size_t sendcount,
                                                               psdp_dtype_t dtype, int root) {
-  PSDP_RETURN_IF_ERROR(checkUsable());
-  if (dtypeSize(dtype) == 0) return Status::unsupported("gather of dtype {}", static_cast<int>(dtype));
-  PSDP_RETURN_IF_ERROR(checkRoot("gather", "root", root));
-  OpHeader header{OpKind::kGather, 0, sendcount, dtype};
-  header.root = root;
-  OpContext op = beginOp(header);
-  const size_t esize = dtypeSize(dtype);
-  TaskPlan plan;
-  plan.reduce.elem_size = esize;
-  if (sendcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, sendcount * esize);
-  return exchangeTask(op, plan,
-                      {ExchangePattern::kGather, root, static_cast<const std::byte*>(sendbuf),
-                       static_cast<std::byte*>(recvbuf), sendcount * esize},
-                      OpKind::kGather, esize, sendcount * static_cast<size_t>(params_.nranks) * esize);
+  return postExchange(OpKind::kGather, ExchangePattern::kGather, sendbuf, recvbuf, sendcount, dtype, root);
 }
 
 Result<std::unique_ptr<CollTask>> HostCollectives::postScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
                                                                psdp_dtype_t dtype, int root) {
-  PSDP_RETURN_IF_ERROR(checkUsable());
-  if (dtypeSize(dtype) == 0) return Status::unsupported("scatter of dtype {}", static_cast<int>(dtype));
-  PSDP_RETURN_IF_ERROR(checkRoot("scatter", "root", root));
-  OpHeader header{OpKind::kScatter, 0, recvcount, dtype};
-  header.root = root;
-  OpContext op = beginOp(header);
-  const size_t esize = dtypeSize(dtype);
-  TaskPlan plan;
-  plan.reduce.elem_size = esize;
-  if (recvcount == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, recvcount * esize);
-  return exchangeTask(op, plan,
-                      {ExchangePattern::kScatter, root, static_cast<const std::byte*>(sendbuf),
-                       static_cast<std::byte*>(recvbuf), recvcount * esize},
-                      OpKind::kScatter, esize, recvcount * static_cast<size_t>(params_.nranks) * esize);
+  return postExchange(OpKind::kScatter, ExchangePattern::kScatter, sendbuf, recvbuf, recvcount, dtype, root);
 }
 
 Result<std::unique_ptr<CollTask>> HostCollectives::postAllToAll(const void* sendbuf, void* recvbuf, size_t count,
                                                                 psdp_dtype_t dtype) {
+  return postExchange(OpKind::kAllToAll, ExchangePattern::kAllToAll, sendbuf, recvbuf, count, dtype, -1);
+}
+
+// count 0, or a lone rank, needs no exchange: start() copies this rank's block (at one rank, the whole call).
+Result<std::unique_ptr<CollTask>> HostCollectives::postExchange(OpKind kind, ExchangePattern pattern,
+                                                                const void* sendbuf, void* recvbuf, size_t count,
+                                                                psdp_dtype_t dtype, int root) {
   PSDP_RETURN_IF_ERROR(checkUsable());
-  if (dtypeSize(dtype) == 0) return Status::unsupported("all-to-all of dtype {}", static_cast<int>(dtype));
-  OpContext op = beginOp(OpHeader{OpKind::kAllToAll, 0, count, dtype});
+  if (dtypeSize(dtype) == 0) return Status::unsupported("{} of dtype {}", opKindName(kind), static_cast<int>(dtype));
+  OpHeader header{kind, 0, count, dtype};
+  if (kind != OpKind::kAllToAll) {
+    PSDP_RETURN_IF_ERROR(checkRoot(opKindName(kind), "root", root));
+    header.root = root;
+  }
+  OpContext op = beginOp(header);
   const size_t esize = dtypeSize(dtype);
   TaskPlan plan;
   plan.reduce.elem_size = esize;
   if (count == 0 || params_.nranks == 1) return localTask(op, plan, sendbuf, recvbuf, count * esize);
-  return exchangeTask(op, plan,
-                      {ExchangePattern::kAllToAll, 0, static_cast<const std::byte*>(sendbuf),
-                       static_cast<std::byte*>(recvbuf), count * esize},
-                      OpKind::kAllToAll, esize, count * static_cast<size_t>(params_.nranks) * esize);
+  // The table's all-gather rule decides whether to try direct, and gives the messages in flight per direction
+  // (its depth).
+  const size_t total_bytes = count * esize * static_cast<size_t>(params_.nranks);
+  chooseAlgorithm(plan, OpKind::kAllGather, total_bytes, RecursiveFit::kNone, /*staging_bytes=*/0);
+  const auto* input = static_cast<const std::byte*>(sendbuf);
+  auto* output = static_cast<std::byte*>(recvbuf);
+  plan.exchange = {pattern, std::max(root, 0), input, output, count * esize};
+  plan.stages[plan.nstages++] = Stage::kExchange;
+  return withDirect(op, plan, {kind, input, output, count, esize, ReduceKernel{}, root}, total_bytes);
 }
 
 // Per-rank counts run the ring over blocks of those sizes: the same schedule, each link carrying every block
@@ -799,18 +790,6 @@ Result<BlockOffsetsPool::Lease> HostCollectives::offsetsOf(const size_t* counts,
     }
   }
   return offsets;
-}
-
-std::unique_ptr<CollTask> HostCollectives::exchangeTask(const OpContext& op, TaskPlan& plan,
-                                                        const PeerExchangeArgs& args, OpKind kind, size_t elem_size,
-                                                        size_t total_bytes) {
-  // The table's all-gather rule decides whether to try direct, and gives the messages in flight per direction
-  // (its depth).
-  chooseAlgorithm(plan, OpKind::kAllGather, total_bytes, RecursiveFit::kNone, /*staging_bytes=*/0);
-  plan.exchange = args;
-  plan.stages[plan.nstages++] = Stage::kExchange;
-  DirectArgs direct{kind, args.input, args.output, args.block_bytes / elem_size, elem_size, ReduceKernel{}, args.root};
-  return withDirect(op, plan, direct, total_bytes);
 }
 
 // A failed operation may have left transfers posted on the shared completions and tag space; running

@@ -13,6 +13,18 @@ int countPending(CompletionRing& ring, uint64_t begin, uint64_t end) {
 
 }  // namespace
 
+Result<bool> settleInOrder(CompletionRing& ring, uint64_t posted, uint64_t* done) {
+  bool moved = false;
+  while (*done < posted) {
+    const transport::Completion& completion = ring.at(*done);
+    if (!completion.isDone()) break;
+    if (!completion.status.isOk()) return completion.status;
+    ++*done;
+    moved = true;
+  }
+  return moved;
+}
+
 std::string describeRingWait(const OpContext& op, const char* phase, uint64_t recv_begin, uint64_t recv_end,
                              uint64_t send_begin, uint64_t send_end) {
   int recvs = countPending(*op.recvs, recv_begin, recv_end);

@@ -32,6 +32,10 @@ class CompletionRing {
   std::unique_ptr<transport::Completion[]> slots_;
 };
 
+// Counts the completions of `ring` from *done up to `posted` in posting order, stopping at the first one not
+// yet complete; returns whether it counted any, or the status of the first that failed.
+Result<bool> settleInOrder(CompletionRing& ring, uint64_t posted, uint64_t* done);
+
 struct OpContext {
   transport::Transport* transport = nullptr;
   int rank = 0;

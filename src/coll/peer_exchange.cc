@@ -55,7 +55,6 @@ class PeerExchange final : public Phase {
     return {peer, args_.output + static_cast<size_t>(peer) * args_.block_bytes};
   }
   uint64_t depth() const { return static_cast<uint64_t>(op_.depth()); }
-  Status settle(CompletionRing& ring, uint64_t posted, uint64_t* done);
 
   const OpContext& op_;
   const PeerExchangeArgs& args_;
@@ -69,9 +68,9 @@ class PeerExchange final : public Phase {
 };
 
 Result<Progress> PeerExchange::advance() {
-  moved_ = false;
-  PSDP_RETURN_IF_ERROR(settle(*op_.recvs, recvs_posted_, &arrived_));
-  PSDP_RETURN_IF_ERROR(settle(*op_.sends, sends_posted_, &sent_));
+  PSDP_ASSIGN_OR_RETURN(bool received, settleInOrder(*op_.recvs, recvs_posted_, &arrived_));
+  PSDP_ASSIGN_OR_RETURN(bool sent, settleInOrder(*op_.sends, sends_posted_, &sent_));
+  moved_ = received || sent;
   while (recvs_posted_ < static_cast<uint64_t>(nrecvs_) && recvs_posted_ - arrived_ < depth()) {
     Incoming in = recv(static_cast<int>(recvs_posted_));
     transport::Completion& completion = op_.recvs->at(recvs_posted_);
@@ -90,17 +89,6 @@ Result<Progress> PeerExchange::advance() {
   }
   if (arrived_ == static_cast<uint64_t>(nrecvs_) && sent_ == static_cast<uint64_t>(nsends_)) return Progress::kDone;
   return moved_ ? Progress::kAdvanced : Progress::kBlocked;
-}
-
-Status PeerExchange::settle(CompletionRing& ring, uint64_t posted, uint64_t* done) {
-  while (*done < posted) {
-    const transport::Completion& completion = ring.at(*done);
-    if (!completion.isDone()) break;
-    if (!completion.status.isOk()) return completion.status;
-    ++*done;
-    moved_ = true;
-  }
-  return Status::ok();
 }
 
 // "peer 3 (block not arrived) and peer 1 (send not done)": the oldest incomplete of each direction.
