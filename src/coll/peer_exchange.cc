@@ -64,20 +64,19 @@ class PeerExchange final : public Phase {
   uint64_t sent_ = 0;
   uint64_t recvs_posted_ = 0;
   uint64_t arrived_ = 0;
-  bool moved_ = false;
 };
 
 Result<Progress> PeerExchange::advance() {
   PSDP_ASSIGN_OR_RETURN(bool received, settleInOrder(*op_.recvs, recvs_posted_, &arrived_));
   PSDP_ASSIGN_OR_RETURN(bool sent, settleInOrder(*op_.sends, sends_posted_, &sent_));
-  moved_ = received || sent;
+  bool moved = received || sent;
   while (recvs_posted_ < static_cast<uint64_t>(nrecvs_) && recvs_posted_ - arrived_ < depth()) {
     Incoming in = recv(static_cast<int>(recvs_posted_));
     transport::Completion& completion = op_.recvs->at(recvs_posted_);
     completion.reset();
     PSDP_RETURN_IF_ERROR(op_.transport->recv(in.peer, op_.tag, in.data, args_.block_bytes, &completion));
     ++recvs_posted_;
-    moved_ = true;
+    moved = true;
   }
   while (sends_posted_ < static_cast<uint64_t>(nsends_) && sends_posted_ - sent_ < depth()) {
     Outgoing out = send(static_cast<int>(sends_posted_));
@@ -85,13 +84,14 @@ Result<Progress> PeerExchange::advance() {
     completion.reset();
     PSDP_RETURN_IF_ERROR(op_.transport->send(out.peer, op_.tag, out.data, args_.block_bytes, &completion));
     ++sends_posted_;
-    moved_ = true;
+    moved = true;
   }
   if (arrived_ == static_cast<uint64_t>(nrecvs_) && sent_ == static_cast<uint64_t>(nsends_)) return Progress::kDone;
-  return moved_ ? Progress::kAdvanced : Progress::kBlocked;
+  return moved ? Progress::kAdvanced : Progress::kBlocked;
 }
 
-// "peer 3 (block not arrived) and peer 1 (send not done)": the oldest incomplete of each direction.
+// "peer 3 (1 of 3 blocks arrived) and peer 1 (2 of 3 sends done)", naming the peer of the oldest incomplete
+// transfer of each direction.
 std::string PeerExchange::waitingFor() const {
   std::string text;
   if (arrived_ < static_cast<uint64_t>(nrecvs_)) {
