@@ -247,6 +247,19 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
     plan.staging_slots = 2 * plan.depth;
     plan.staging_slot_bytes = std::min(fragElems(plan, esize), layout.maxSize()) * esize;
   }
+  // The one stage of a ring reduce-scatter of `input` over `layout`, this rank's block reduced into `output`,
+  // and its staging (reduce-scatter, reduce, reduce-scatter-v).
+  static void planRingReduceScatter(TaskPlan& plan, const void* input, void* output, const BlockLayout& layout,
+                                    size_t esize, const ReduceKernel& kernel) {
+    plan.reduce = {static_cast<const std::byte*>(input),
+                   static_cast<std::byte*>(output),
+                   layout,
+                   esize,
+                   fragElems(plan, esize),
+                   kernel};
+    plan.stages[plan.nstages++] = Stage::kReduceScatter;
+    stageRing(plan, layout, esize);
+  }
   // Finds the call's rule and decides whether it runs recursive halving/doubling (see the definition).
   enum class RecursiveFit { kAnyRanks, kPowerOfTwo, kNone };
   void chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes, RecursiveFit fit, size_t staging_bytes) const;
@@ -499,14 +512,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduceScatter(const void*
                       plan.bytes);
   }
   BlockLayout layout(recvcount * static_cast<size_t>(params_.nranks), params_.nranks);
-  plan.reduce = {static_cast<const std::byte*>(sendbuf),
-                 static_cast<std::byte*>(recvbuf),
-                 layout,
-                 esize,
-                 fragElems(plan, esize),
-                 kernel};
-  plan.stages[plan.nstages++] = Stage::kReduceScatter;
-  stageRing(plan, layout, esize);
+  planRingReduceScatter(plan, sendbuf, recvbuf, layout, esize, kernel);
   return withDirect(op, plan,
                     {OpKind::kReduceScatter, static_cast<const std::byte*>(sendbuf), static_cast<std::byte*>(recvbuf),
                      recvcount, esize, kernel},
@@ -638,14 +644,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduce(const void* sendbu
   BlockOffsetsPool::Lease offsets = offsets_pool_.take();
   for (int b = 0; b <= params_.nranks; ++b) offsets.data()[b] = b <= root ? 0 : count;
   BlockLayout layout = BlockLayout::fromOffsets(offsets.data(), params_.nranks);
-  plan.reduce = {static_cast<const std::byte*>(sendbuf),
-                 static_cast<std::byte*>(recvbuf),
-                 layout,
-                 esize,
-                 fragElems(plan, esize),
-                 kernel};
-  plan.stages[plan.nstages++] = Stage::kReduceScatter;
-  stageRing(plan, layout, esize);
+  planRingReduceScatter(plan, sendbuf, recvbuf, layout, esize, kernel);
   // On one host, larger ones first try the root reducing every rank's input in place (the reduce-scatter
   // rule's direct range).
   DirectArgs direct{OpKind::kReduce,
@@ -745,9 +744,7 @@ Result<std::unique_ptr<CollTask>> HostCollectives::postReduceScatterV(const void
   }
   chooseAlgorithm(plan, OpKind::kReduceScatter, total * esize, RecursiveFit::kNone, /*staging_bytes=*/0);
   BlockLayout layout = BlockLayout::fromOffsets(offsets.data(), params_.nranks);
-  plan.reduce = {input, static_cast<std::byte*>(recvbuf), layout, esize, fragElems(plan, esize), kernel};
-  plan.stages[plan.nstages++] = Stage::kReduceScatter;
-  stageRing(plan, layout, esize);
+  planRingReduceScatter(plan, input, recvbuf, layout, esize, kernel);
   return makeTask(op, plan, std::move(offsets));
 }
 
