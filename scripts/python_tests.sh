@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tests the Python bindings (bindings/python) against the library in the build tree: makes or reuses a
-# virtual environment outside the repository, installs numpy, pytest and the bindings into it (as
-# `pip install ./bindings/python` does: a wheel, not editable), then runs pytest on bindings/python/tests.
+# virtual environment outside the repository, installs the tested versions of numpy, pytest, torch and jax
+# (bindings/python/tested-versions.txt) and the bindings into it (as `pip install ./bindings/python` does: a
+# wheel, not editable), then runs pytest on bindings/python/tests. torch's wheel pulls about 3 GB of CUDA
+# runtime wheels: kept in the virtual environment, only a fresh machine downloads them.
 #   scripts/python_tests.sh [pytest args...]
 # Environment: PSDP_PYTHON_VENV (default ~/.cache/psdp/venv), PSDP_BUILD_DIR (default build).
 # Needs python3 with venv (Debian: python3-venv, which scripts/setup.sh installs) and access to PyPI.
@@ -30,8 +32,9 @@ fi
 pip=("$venv/bin/python" -m pip --disable-pip-version-check --quiet)
 
 start=$SECONDS
-"${pip[@]}" install "numpy>=1.22" "pytest>=7"
-echo "python_tests: numpy and pytest ready in $((SECONDS - start)) s"
+"${pip[@]}" install -r bindings/python/tested-versions.txt
+echo "python_tests: numpy, pytest, torch and jax (bindings/python/tested-versions.txt) ready in" \
+  "$((SECONDS - start)) s"
 start=$SECONDS
 # From a clean copy: setuptools builds in the source folder, and a build/ left there by an earlier install
 # would still hold modules since removed. --force-reinstall: the version does not change with every edit.
@@ -43,5 +46,11 @@ rm -rf "$source_copy"/src/*.egg-info
 echo "python_tests: bindings installed in $((SECONDS - start)) s"
 
 # From tests/, where no psdp package lies beside the tests: `import psdp` finds the installed one only.
+# PSDP_INCLUDE_DIR: psdp.jax builds its XLA handlers against this tree's psdp.h (an installed psdp has it
+# beside the library). The handlers are cached in a scratch folder, so every run builds them afresh.
+include_dir=$PWD/include
+handler_cache=$(mktemp -d)
+trap 'rm -rf "$source_copy" "$handler_cache"' EXIT
 cd bindings/python/tests
-PSDP_LIBRARY=$library PSDP_RUN=$launcher "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" .
+PSDP_LIBRARY=$library PSDP_RUN=$launcher PSDP_INCLUDE_DIR=$include_dir PSDP_CACHE_DIR=$handler_cache \
+  "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" .

@@ -1,6 +1,7 @@
 """Shared test helpers: where psdp-run is, and running workers under it with a timeout."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ TESTS = Path(__file__).resolve().parent
 # The repository's build tree, three levels up from bindings/python/tests.
 DEFAULT_PSDP_RUN = TESTS / ".." / ".." / ".." / "build" / "bin" / "psdp-run"
 PSDP_RUN_TIMEOUT_S = 120
-# psdp-run's own timeout ends the ranks first; this one only catches a launcher that does not return.
+# psdp-run's own timeout ends the ranks first; this one catches a launcher that does not return (torchrun has none).
 SUBPROCESS_TIMEOUT_S = PSDP_RUN_TIMEOUT_S + 30
 
 
@@ -29,16 +30,25 @@ def describe(result: subprocess.CompletedProcess) -> str:
             f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}")
 
 
-def launch(psdp_run: Path, nranks: int, *args: str) -> subprocess.CompletedProcess:
-    """Runs this interpreter with `args` on nranks ranks under psdp-run, capturing the output; a launcher
-    that does not return in time fails the test with what the ranks had written."""
-    command = [str(psdp_run), "-n", str(nranks), "--timeout", str(PSDP_RUN_TIMEOUT_S), "--", sys.executable,
-               *args]
+def run_job(command: list[str]) -> subprocess.CompletedProcess:
+    """Runs a launcher (psdp-run, torchrun) in a process group of its own, capturing the output; one that does
+    not return in time is killed with every process it started, and fails the test with what they wrote."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=SUBPROCESS_TIMEOUT_S)
-    except subprocess.TimeoutExpired as expired:
+        stdout, stderr = process.communicate(timeout=SUBPROCESS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
         pytest.fail(f"{' '.join(command)} did not return in {SUBPROCESS_TIMEOUT_S} s\n"
-                    f"--- stdout ---\n{_text(expired.stdout)}\n--- stderr ---\n{_text(expired.stderr)}")
+                    f"--- stdout ---\n{_text(stdout)}\n--- stderr ---\n{_text(stderr)}")
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def launch(psdp_run: Path, nranks: int, *args: str) -> subprocess.CompletedProcess:
+    """Runs this interpreter with `args` on nranks ranks under psdp-run (see run_job)."""
+    return run_job([str(psdp_run), "-n", str(nranks), "--timeout", str(PSDP_RUN_TIMEOUT_S), "--", sys.executable,
+                    *args])
 
 
 @pytest.fixture(scope="session")
@@ -51,11 +61,11 @@ def psdp_run() -> Path:
 
 @pytest.fixture
 def run_workers(psdp_run: Path):
-    """run_workers(nranks, scenario): runs mp_worker.py SCENARIO on nranks ranks; fails the test with every
-    rank's output unless all of them passed."""
+    """run_workers(nranks, scenario, *args, worker="mp_worker.py"): runs WORKER SCENARIO ARGS on nranks ranks;
+    fails the test with every rank's output unless all of them passed."""
 
-    def run(nranks: int, scenario: str) -> subprocess.CompletedProcess:
-        result = launch(psdp_run, nranks, str(TESTS / "mp_worker.py"), scenario)
+    def run(nranks: int, scenario: str, *args: str, worker: str = "mp_worker.py") -> subprocess.CompletedProcess:
+        result = launch(psdp_run, nranks, str(TESTS / worker), scenario, *args)
         assert result.returncode == 0, describe(result)
         passed = [line for line in result.stdout.splitlines() if line.endswith(f": {scenario} ok")]
         assert len(passed) == nranks, describe(result)

@@ -14,25 +14,14 @@ import numpy as np
 import psdp
 from psdp import _dlpack
 
+from checks import expect, expect_raises
+
 DTYPES = (np.int32, np.float32)
-
-
-def expect(condition: bool, what: str) -> None:
-    if not condition:
-        raise AssertionError(what)
 
 
 def expect_equal(got: np.ndarray, want: np.ndarray, what: str) -> None:
     if not np.array_equal(got, want):
         raise AssertionError(f"{what}: got {got.tolist()}, want {want.tolist()}")
-
-
-def expect_raises(exception: type[BaseException], call, *args, **kwargs) -> BaseException:
-    try:
-        call(*args, **kwargs)
-    except exception as error:
-        return error
-    raise AssertionError(f"{getattr(call, '__name__', call)} did not raise {exception.__name__}")
 
 
 def rank_data(rank: int, n: int, dtype) -> np.ndarray:

@@ -30,12 +30,17 @@ def _op_value(op: OpLike) -> int:
 
 
 def _same_dtype(buffers: dict[str, ResolvedBuffer | None]) -> DType:
-    present = {name: b for name, b in buffers.items() if b is not None}
-    dtypes = {b.dtype for b in present.values()}
-    if len(dtypes) > 1:
-        described = ", ".join(f"{name} is {b.dtype.name.lower()}" for name, b in present.items())
-        raise TypeError(f"buffers of one call must have one dtype: {described}")
-    return dtypes.pop()
+    dtype = None
+    for buffer in buffers.values():
+        if buffer is None:
+            continue
+        if dtype is None:
+            dtype = buffer.dtype
+        elif buffer.dtype is not dtype:
+            described = ", ".join(f"{name} is {b.dtype.name.lower()}" for name, b in buffers.items() if b is not None)
+            raise TypeError(f"buffers of one call must have one dtype: {described}")
+    assert dtype is not None, "every call has a buffer"
+    return dtype
 
 
 def _expect_count(buffer: ResolvedBuffer | None, expected: int, name: str, why: str) -> None:
@@ -72,11 +77,13 @@ class Collectives:
              blocking: bool) -> Request | None:
         raise NotImplementedError
 
-    def _in(self, obj: object, name: str, dtype: DType | None) -> ResolvedBuffer:
-        return resolve(obj, name, writable=False, dtype=dtype)
+    @staticmethod
+    def _in(obj: object, name: str, dtype: DType | None) -> ResolvedBuffer:
+        return resolve(obj, name, False, dtype)
 
-    def _out(self, obj: object, name: str, dtype: DType | None) -> ResolvedBuffer:
-        return resolve(obj, name, writable=True, dtype=dtype)
+    @staticmethod
+    def _out(obj: object, name: str, dtype: DType | None) -> ResolvedBuffer:
+        return resolve(obj, name, True, dtype)
 
     def all_reduce(self, sendbuf: object, recvbuf: object, op: OpLike = Op.SUM, *, dtype: DType | None = None,
                    blocking: bool = True) -> Request | None:

@@ -1,15 +1,18 @@
 """Turns what a caller passes as a buffer into (address, element count, psdp dtype).
 
 Accepted, in this order of precedence:
+- an object with `__array_interface__` (numpy arrays): read without importing numpy;
 - `RawBuffer(address, count, dtype)`: memory the caller manages;
 - a DLPack capsule ("dltensor" or "dltensor_versioned"), consumed by the call;
-- an object with `__array_interface__` (numpy arrays): read without importing numpy;
 - an object with `__dlpack__` (and `__dlpack_device__`): host (kDLCPU) memory only.
+The calls resolve every buffer on every call: the common path (a numpy array) is kept short, since its cost
+is most of the bindings' per-call overhead.
 
 Every buffer must be one C-contiguous block of elements of a psdp dtype. A dtype= override reinterprets
 elements of the same size, e.g. numpy uint16 data as bfloat16, which numpy has no dtype for.
 """
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,14 +50,17 @@ class RawBuffer:
     owner: object = None
 
 
-@dataclass(frozen=True)
 class ResolvedBuffer:
-    """A buffer ready for a C call. `owner` keeps the memory alive while psdp uses it."""
+    """A buffer ready for a C call. `owner` keeps the memory alive while psdp uses it. (A plain class with
+    slots: it is made for every buffer of every call, and a frozen dataclass costs several times as much.)"""
 
-    address: int
-    count: int
-    dtype: DType
-    owner: object
+    __slots__ = ("address", "count", "dtype", "owner")
+
+    def __init__(self, address: int, count: int, dtype: DType, owner: object) -> None:
+        self.address = address
+        self.count = count
+        self.dtype = dtype
+        self.owner = owner
 
     def release(self) -> None:
         """Gives a consumed DLPack tensor back to its producer once psdp is done with the memory."""
@@ -80,7 +86,20 @@ def _from_raw(buffer: RawBuffer, name: str, override: DType | None) -> ResolvedB
     return ResolvedBuffer(buffer.address, buffer.count, dtype, buffer.owner)
 
 
+# (typestr, override) -> dtype, for the typestrs seen so far: parsing one on every call costs more than the call.
+_known_typestrs: dict[tuple[str, DType | None], DType] = {}
+
+
 def _array_dtype(typestr: str, name: str, override: DType | None) -> DType:
+    known = _known_typestrs.get((typestr, override))
+    if known is not None:
+        return known
+    dtype = _parse_typestr(typestr, name, override)
+    _known_typestrs[(typestr, override)] = dtype
+    return dtype
+
+
+def _parse_typestr(typestr: str, name: str, override: DType | None) -> DType:
     order, kind, size = typestr[0], typestr[1], int(typestr[2:])
     if order not in _NATIVE_BYTE_ORDERS:
         raise TypeError(f"{name}: array dtype {typestr!r} is big-endian; psdp needs native byte order")
@@ -106,26 +125,23 @@ def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...] | None, items
     return True
 
 
-def _from_array_interface(obj: Any, name: str, writable: bool, override: DType | None) -> ResolvedBuffer:
-    interface = obj.__array_interface__
+def _from_array_interface(obj: Any, interface: dict, name: str, writable: bool,
+                          override: DType | None) -> ResolvedBuffer:
     data = interface.get("data")
-    if not isinstance(data, tuple):
+    if type(data) is not tuple:
         raise TypeError(f"{name}: its __array_interface__ gives no data pointer")
-    if interface.get("mask") is not None:
-        raise TypeError(f"{name}: masked arrays are not supported")
-    address, read_only = data
-    shape = tuple(interface["shape"])
     typestr = interface["typestr"]
     dtype = _array_dtype(typestr, name, override)
-    if not _c_contiguous(shape, interface.get("strides"), int(typestr[2:])):
-        raise ValueError(f"{name}: array of shape {shape} is not C-contiguous (strides "
-                         f"{interface['strides']}); pass a contiguous copy (numpy.ascontiguousarray)")
-    if writable and read_only:
+    shape = interface["shape"]
+    strides = interface.get("strides")
+    if strides is not None and not _c_contiguous(tuple(shape), strides, int(typestr[2:])):
+        raise ValueError(f"{name}: array of shape {tuple(shape)} is not C-contiguous (strides {strides}); pass a "
+                         f"contiguous copy (numpy.ascontiguousarray)")
+    if interface.get("mask") is not None:
+        raise TypeError(f"{name}: masked arrays are not supported")
+    if writable and data[1]:
         raise ValueError(f"{name}: array is read-only, and this call writes it")
-    count = 1
-    for extent in shape:
-        count *= extent
-    return ResolvedBuffer(address or 0, count, dtype, obj)
+    return ResolvedBuffer(data[0] or 0, math.prod(shape), dtype, obj)
 
 
 def _from_capsule(capsule: object, name: str, writable: bool, override: DType | None) -> ResolvedBuffer:
@@ -140,22 +156,26 @@ def _is_capsule(obj: object) -> bool:
     return type(obj).__name__ == "PyCapsule"
 
 
-def resolve(obj: object, name: str, *, writable: bool, dtype: DType | None = None) -> ResolvedBuffer:
+def resolve(obj: object, name: str, writable: bool, dtype: DType | None = None) -> ResolvedBuffer:
     """The address, element count and dtype of buffer `obj`, passed as argument `name`.
 
     `writable`: the call writes the buffer (read-only memory is refused). `dtype`: an override of the
     element type, for elements of the same size. Raises TypeError for a kind of object or dtype psdp
     cannot take, ValueError for a layout it cannot (non-contiguous, read-only, not host memory).
     """
+    if type(obj) is ResolvedBuffer and dtype is None:
+        return obj  # made by the package itself (psdp.torch) from memory it has checked
     override = DType(dtype) if dtype is not None else None
+    # Arrays first, the common case; neither a RawBuffer nor a capsule has the attribute.
+    interface = getattr(obj, "__array_interface__", None)  # numpy builds it anew on every access
+    if interface is not None:
+        return _from_array_interface(obj, interface, name, writable, override)
     if isinstance(obj, RawBuffer):
         if writable and obj.read_only:
             raise ValueError(f"{name}: RawBuffer is read-only, and this call writes it")
         return _from_raw(obj, name, override)
     if _is_capsule(obj):
         return _from_capsule(obj, name, writable, override)
-    if hasattr(obj, "__array_interface__"):
-        return _from_array_interface(obj, name, writable, override)
     if hasattr(obj, "__dlpack__"):
         return _from_capsule(_dlpack.export_capsule(obj, name), name, writable, override)
     raise TypeError(f"{name}: expected a numpy array (or any object with __array_interface__), an object "

@@ -48,6 +48,7 @@ class Communicator(Collectives):
         self._finalized = False
         self._failed = False
         self._operations: set[Operation] = set()
+        self._destroy_hooks: list[Callable[[], None]] = []
         rank, size = ctypes.c_int(), ctypes.c_int()
         check(lib.psdp_comm_rank(handle, ctypes.byref(rank)), handle)
         check(lib.psdp_comm_size(handle, ctypes.byref(size)), handle)
@@ -113,6 +114,11 @@ class Communicator(Collectives):
         if status in COMMUNICATOR_FAILING:
             self._failed = True
 
+    def _on_destroy(self, hook: Callable[[], None]) -> None:
+        """Runs `hook` when the communicator is destroyed, before psdp frees it (e.g. to unregister it from
+        psdp.jax, whose programs must not reach a freed handle)."""
+        self._destroy_hooks.append(hook)
+
     def _forget(self, operation: Operation) -> None:
         """Called by an operation once complete and freed."""
         self._operations.discard(operation)
@@ -124,6 +130,8 @@ class Communicator(Collectives):
     def _reap_abandoned(self, block: bool = False) -> None:
         """Frees the requests the caller dropped before they completed, once they have. `list` takes the
         snapshot in one step, while another thread's wait may remove an operation from the set."""
+        if not self._operations:
+            return  # the common case, checked first: this runs before every call
         for operation in [op for op in list(self._operations) if op.abandoned]:
             if operation.lock.acquire(blocking=block):
                 try:
@@ -136,15 +144,17 @@ class Communicator(Collectives):
     def _run(self, call: Callable[[RequestPointer], int], buffers: list[ResolvedBuffer | None],
              blocking: bool) -> Request | None:
         """Makes a C call blocking (request_p NULL) or nonblocking; a Request keeps the buffers alive."""
-        used = [b for b in buffers if b is not None]
         if blocking:
             try:
                 status = call(None)
             finally:
-                for buffer in used:
-                    buffer.release()
-            self._check(status)
+                for buffer in buffers:
+                    if buffer is not None:
+                        buffer.release()
+            if status != Status.SUCCESS:
+                self._check(status)
             return None
+        used = [b for b in buffers if b is not None]
         request = Handle()
         try:
             status = call(ctypes.byref(request))
@@ -225,6 +235,9 @@ class Communicator(Collectives):
         if handle is None:
             return
         _live.discard(self)
+        hooks, self._destroy_hooks = self._destroy_hooks, []
+        for hook in hooks:
+            hook()
         status = lib.psdp_comm_destroy(handle)
         # psdp has completed every pending request now: free those the caller dropped.
         self._reap_abandoned(block=True)
