@@ -4,8 +4,10 @@ time of a DDP training step, and the per-call cost of the psdp backend's Python 
     torchrun --standalone --nproc-per-node 2 bindings/python/examples/benchmark_torch.py [--rounds 5] [-J FILE]
 
 The default group runs on psdp ("cpu:psdp"); a gloo group spans the same ranks. Each measurement alternates
-the two --rounds times on the same tensors (allocated and touched once, on transparent huge pages:
-THP_MEM_ALLOC_ENABLE=1 is set before torch loads) and reports medians; a time is the slowest rank's.
+the two --rounds times on the same tensors (allocated and touched once) and reports medians; a time is the
+slowest rank's. The all-reduce runs on two tensors per size, each over both backends: one from torch's
+allocator (on transparent huge pages: THP_MEM_ALLOC_ENABLE=1 is set before torch loads) and one from
+psdp.torch.empty (psdp_mem_alloc memory, which psdp's direct collectives read in place).
 The DDP step is forward, backward (DDP all-reducing the gradient buckets meanwhile) and SGD, on the examples'
 MLP (torch_ddp.py, float64) and on a wider one (8 layers of 1024 x 1024, float32: 32 MiB of gradients), one DDP
 instance per backend over the same weights.
@@ -29,6 +31,7 @@ import torch.nn as nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import mlp_data  # noqa: E402
+import psdp.torch  # noqa: E402
 import torch_ddp  # noqa: E402
 from timing import interleaved_medians_us  # noqa: E402
 
@@ -52,20 +55,23 @@ def timed(call, iters: int, group=None) -> float:
 
 
 def all_reduce_table(gloo, rounds: int) -> list[dict]:
+    """Bus bandwidth (GB/s) of all_reduce per size, over psdp and over gloo, on a tensor of torch's allocator
+    and on one of psdp_mem_alloc memory (psdp.torch.empty)."""
     size_w = dist.get_world_size()
     rows = []
     for size in SIZES:
-        tensor = torch.ones(size // 4)
+        tensors = {"torch": torch.ones(size // 4), "psdp": psdp.torch.empty(size // 4).fill_(1)}
         iters = max(2, min(20, (64 << 20) // size))
-        samples = {"psdp": [], "gloo": []}
+        samples = {(backend, memory): [] for memory in tensors for backend in ("psdp", "gloo")}
         for _ in range(rounds):
-            samples["psdp"].append(timed(lambda: dist.all_reduce(tensor), iters))
-            samples["gloo"].append(timed(lambda: dist.all_reduce(tensor, group=gloo), iters, gloo))
+            for (backend, memory), times in samples.items():
+                tensor, group = tensors[memory], gloo if backend == "gloo" else None
+                times.append(timed(lambda: dist.all_reduce(tensor, group=group), iters, group))
         row = {"size": size}
-        for backend, times in samples.items():
-            row[backend] = size / statistics.median(times) / 1e9 * 2 * (size_w - 1) / size_w
+        for (backend, memory), times in samples.items():
+            row[f"{backend}, {memory} memory"] = size / statistics.median(times) / 1e9 * 2 * (size_w - 1) / size_w
         rows.append(row)
-        del tensor
+        del tensors
     return rows
 
 
@@ -141,16 +147,21 @@ def main() -> int:
     if rank == 0:
         print(f"torch.distributed all_reduce, {size} ranks, float32, busbw GB/s (medians of {args.rounds} "
               f"interleaved runs)")
-        print(f"{'size':>9} {'psdp':>8} {'gloo':>8} {'psdp/gloo':>10}")
+        print(f"{'':>9} {'torch tensors':>29} {'psdp.torch.empty tensors':>29}")
+        print(f"{'size':>9} {'psdp':>8} {'gloo':>8} {'psdp/gloo':>10} {'psdp':>8} {'gloo':>8} {'psdp/gloo':>10}")
         for row in table:
-            print(f"{row['size'] >> 20:>6}MiB {row['psdp']:8.2f} {row['gloo']:8.2f} {row['psdp'] / row['gloo']:10.2f}")
+            cells = ""
+            for memory in ("torch", "psdp"):
+                ours, theirs = row[f"psdp, {memory} memory"], row[f"gloo, {memory} memory"]
+                cells += f" {ours:8.2f} {theirs:8.2f} {ours / theirs:10.2f}"
+            print(f"{row['size'] >> 20:>6}MiB{cells}")
         for model_name, times in steps.items():
             print(f"DDP step, {model_name}, batch 32: psdp {times['psdp'] * 1e3:.2f} ms, gloo "
                   f"{times['gloo'] * 1e3:.2f} ms, gloo/psdp {times['gloo'] / times['psdp']:.2f}")
         c = overhead["c"]
-        print(f"8-byte all_reduce on a group of one rank: {c:.1f} us as a direct C call; through the psdp backend {overhead['backend']:.1f} "
-              f"us (+{overhead['backend'] - c:.1f}); through torch.distributed {overhead['torch']:.1f} us "
-              f"(+{overhead['torch'] - c:.1f})")
+        print(f"8-byte all_reduce on a group of one rank: {c:.1f} us as a direct C call; through the psdp "
+              f"backend {overhead['backend']:.1f} us (+{overhead['backend'] - c:.1f}); through torch.distributed "
+              f"{overhead['torch']:.1f} us (+{overhead['torch'] - c:.1f})")
         if args.json:
             with open(args.json, "w") as out:
                 json.dump({"all_reduce": table, "ddp_step_s": steps, "overhead_us": overhead}, out, indent=1)

@@ -135,3 +135,24 @@ def test_a_dropped_request_keeps_its_buffers_until_it_completes() -> None:
     comm.close()  # finalize completes it; destroy frees it
     gc.collect()
     assert not comm._operations and alive() is None
+
+
+def test_host_memory(comm: psdp.Communicator) -> None:
+    """psdp_mem_alloc memory: zeroed, usable as numpy arrays in collectives, freed once nothing uses it."""
+    memory = psdp.HostMemory(4096)
+    assert memory.address % 4096 == 0 and memory.nbytes == 4096
+    array = np.frombuffer(memory.buffer(), np.float32)
+    assert not array.any()
+    array[:] = np.arange(1024)
+    out = np.zeros(1024, np.float32)
+    comm.all_reduce(array, out)
+    np.testing.assert_array_equal(out, np.arange(1024))
+    alive = weakref.ref(memory)
+    del memory
+    gc.collect()
+    assert alive() is not None, "the array keeps the memory alive"
+    del array
+    gc.collect()
+    assert alive() is None, "freed once the array is gone"
+    with pytest.raises(ValueError, match="nbytes"):
+        psdp.HostMemory(0)

@@ -18,6 +18,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
 import psdp
+import psdp.torch
 from psdp.torch import PsdpBackend
 
 from checks import expect, expect_raises
@@ -117,10 +118,25 @@ def scenario_collectives(gloo: dist.ProcessGroup) -> None:
                  lambda: [torch.complex(rank_data(RANK, 5, torch.float32), -rank_data(RANK, 5, torch.float32))],
                  gloo)
     check_ops_gloo_lacks()
+    check_psdp_memory()
     check_object_collectives()
     check_uneven_lists()
     check_point_to_point()
     dist.barrier()
+
+
+def check_psdp_memory() -> None:
+    """Tensors on psdp_mem_alloc memory, which the direct collectives read in place."""
+    tensor = psdp.torch.empty(3, 1 << 15)
+    expect(tensor.shape == (3, 1 << 15) and not tensor.any(), "psdp.torch.empty: shape, zeroed")
+    tensor.copy_(rank_data(RANK, 3 << 15, torch.float32).view(3, -1))
+    dist.all_reduce(tensor)
+    expect_equal(tensor.view(-1), sum(rank_data(r, 3 << 15, torch.float32) for r in range(SIZE)),
+                 "all_reduce on psdp memory")
+    gathered = psdp.torch.empty(SIZE * 5, dtype=torch.int64)
+    dist.all_gather_into_tensor(gathered, torch.full((5,), RANK, dtype=torch.int64))
+    expect_equal(gathered, torch.arange(SIZE).repeat_interleave(5), "all_gather_into_tensor into psdp memory")
+    expect(psdp.torch.empty(0).numel() == 0, "psdp.torch.empty of no elements")
 
 
 def check_ops_gloo_lacks() -> None:

@@ -29,6 +29,7 @@ from .errors import (
     TimeoutExpiredError,
     UnsupportedError,
 )
+from .memory import HostMemory
 from .premul_sum import PremulSumOp
 from .request import Request
 from .unique_id import UniqueId, get_unique_id
@@ -54,7 +55,7 @@ def library_name() -> str:
 
 __all__ = [
     "AbortedError", "Algorithm", "AVG", "BFLOAT16", "CheckMode", "Communicator", "Config", "DType", "Error",
-    "FLOAT16", "FLOAT32", "FLOAT64", "INT8", "INT32", "INT64", "InternalError", "InvalidArgumentError",
+    "FLOAT16", "FLOAT32", "FLOAT64", "HostMemory", "INT8", "INT32", "INT64", "InternalError", "InvalidArgumentError",
     "InvalidUsageError", "LibraryLoadError", "LibraryVersionError", "LogLevel", "MAX", "MIN", "MismatchError",
     "Op", "PremulSumOp", "PROD", "ProgressMode", "RawBuffer", "RemoteError", "Request", "SPLIT_NOCOLOR",
     "Status", "SUM", "SystemFailureError", "TimeoutExpiredError", "UINT8", "UINT32", "UINT64", "UniqueId",

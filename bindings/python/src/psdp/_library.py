@@ -58,6 +58,8 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "psdp_all_reduce": (StatusC, [_void_p, _void_p, _size, EnumC, EnumC, Handle, _void_p, _handle_p]),
     "psdp_broadcast": (StatusC, [_void_p, _void_p, _size, EnumC, _int, Handle, _void_p, _handle_p]),
     "psdp_barrier": (StatusC, [Handle, _handle_p]),
+    "psdp_mem_alloc": (StatusC, [_p(_void_p), _size]),
+    "psdp_mem_free": (StatusC, [_void_p]),
     "psdp_reduce": (StatusC, [_void_p, _void_p, _size, EnumC, EnumC, _int, Handle, _void_p, _handle_p]),
     "psdp_gather": (StatusC, [_void_p, _void_p, _size, EnumC, _int, Handle, _void_p, _handle_p]),
     "psdp_scatter": (StatusC, [_void_p, _void_p, _size, EnumC, _int, Handle, _void_p, _handle_p]),

@@ -17,6 +17,9 @@ all_to_all_single (even or with split sizes), all_to_all, send and recv (tag 0; 
 in posting order), and the object collectives torch builds on them. Ops: SUM, PRODUCT, MIN, MAX, AVG and
 PREMUL_SUM; not the bitwise ones. Tensors: dense, contiguous, on the CPU; any dtype for the calls that move
 data, psdp's dtypes (and complex for SUM, AVG and PREMUL_SUM) for reductions.
+
+`psdp.torch.empty(size, dtype=)` makes CPU tensors on psdp_mem_alloc memory, which psdp's collectives on one
+host read in place: faster for buffers allocated once and communicated often.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import torch.distributed as dist
 
 from .backend import BACKEND_NAME, PsdpBackend
+from .memory import empty
 from .work import Work
 
 
@@ -39,4 +43,4 @@ def register_backend() -> None:
 
 register_backend()
 
-__all__ = ["BACKEND_NAME", "PsdpBackend", "Work", "register_backend"]
+__all__ = ["BACKEND_NAME", "PsdpBackend", "Work", "empty", "register_backend"]
