@@ -97,13 +97,9 @@ def op_kind(reduce_op: ReduceOp) -> Op | None:
     ops, which psdp has not."""
     kind = reduce_op.op
     op = _OPS.get(kind.value)
-    if op is not None:
+    if op is not None or kind == ReduceOp.PREMUL_SUM:
         return op
-    if kind == ReduceOp.PREMUL_SUM:
-        return None
-    if op is None:
-        raise UnsupportedError(f"op: psdp reduces by sum, product, min, max, avg and premul_sum; not {kind}")
-    return op
+    raise UnsupportedError(f"op: psdp reduces by sum, product, min, max, avg and premul_sum; not {kind}")
 
 
 def premul_factor(reduce_op: ReduceOp) -> float:

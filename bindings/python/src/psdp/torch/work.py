@@ -66,24 +66,6 @@ class Work(dist._Work):
             raise self._error
         return True
 
-    def is_completed(self) -> bool:
-        """True once the call is complete (successfully or not); never blocks. torch.distributed forwards only
-        wait() and get_future() of a Python backend's work: on the works its calls return, ask
-        get_future().done() instead."""
-        if self._done:
-            return True
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            if not all(r.done or r.test() for r in self._requests):
-                return False
-        except BaseException:
-            pass  # complete with an error, which wait() or the future reports
-        finally:
-            self._lock.release()
-        self._complete(None)
-        return True
-
     def get_future(self) -> torch.futures.Future:
         """A future fulfilled with the call's output tensors (or its error) once it completes."""
         if self._future is None:
