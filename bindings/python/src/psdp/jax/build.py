@@ -35,9 +35,7 @@ class BuildError(RuntimeError):
 
 
 def loaded_libpsdp() -> Path:
-    """The file of the libpsdp.so this process has loaded (through the bindings)."""
-    from .. import _library  # noqa: F401  (loads it)
-
+    """The file of the libpsdp.so this process has loaded (importing the psdp package loads it)."""
     with open("/proc/self/maps") as maps:
         for line in maps:
             path = line.split(maxsplit=5)[-1].strip()

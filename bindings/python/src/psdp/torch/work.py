@@ -25,8 +25,8 @@ Finisher = Callable[[], None]
 class Work(dist._Work):
     """The requests of one call, its finishing step, and the tensors its future hands back."""
 
-    def __init__(self, requests: list[Request], result: list[torch.Tensor], finish: Finisher | None = None,
-                 completer: Completer | None = None) -> None:
+    def __init__(self, requests: list[Request], result: list[torch.Tensor], finish: Finisher | None,
+                 completer: Completer) -> None:
         super().__init__()
         self._requests = requests
         self._result = result
@@ -70,7 +70,7 @@ class Work(dist._Work):
         """A future fulfilled with the call's output tensors (or its error) once it completes."""
         if self._future is None:
             self._future = torch.futures.Future()
-            if self._done or self._completer is None:
+            if self._done:
                 self._fulfil()
             else:
                 self._completer.submit(self)
