@@ -183,7 +183,9 @@ TaskQueue::PassResult TaskQueue::advance() {
     }
     if (!progress.isOk()) {
       // Where the team failed (a member lost or reporting), that is the cause, named in the team's ranks;
-      // the task's error (a transfer to a lost peer) is its echo.
+      // the task's error (a transfer to a lost peer, a read of its memory) is its echo. The peer it names
+      // may itself have left over an earlier failure: the transport looks for that first.
+      team_.refreshFailures();
       Status team_failure = team_.failure();
       failEverything(team_failure.isOk() ? progress.status() : team_failure.withContext(task.describe()), request);
       return {Pass::kMoved, 0};

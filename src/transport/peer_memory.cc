@@ -154,7 +154,7 @@ Status PeerMemory::read(int peer, uint64_t address, void* local, size_t bytes) c
   Status status = readProcessMemory(pid, address, local, bytes, &failed_errno);
   if (status.isOk()) return status;
   if (failed_errno == ESRCH) {
-    return Status::remote("rank {} (pid {}) is gone: {}", peer, pid, status.message());
+    return Status::remote("peer {} failed: its process (pid {} on this host) is gone: {}", peer, pid, status.message());
   }
   return status.withContext(fmt::format("rank {}", peer));
 }

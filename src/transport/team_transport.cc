@@ -71,6 +71,11 @@ void TeamTransport::failContext(ContextId context, const std::vector<int>& peers
   shared_.failContext(context, mapped, reason);
 }
 
+bool TeamTransport::peerFailureIsEcho(int peer) const {
+  return peer >= 0 && peer < static_cast<int>(members_.size()) &&
+         shared_.peerFailureIsEcho(members_[static_cast<size_t>(peer)]);
+}
+
 Status TeamTransport::peerFailure(int peer) const {
   if (peer < 0 || peer >= static_cast<int>(members_.size())) {
     return Status::invalidArgument("peer {} out of range [0, {})", peer, members_.size());
@@ -103,7 +108,11 @@ Status TeamTransport::failure() const {
   if (!failure_.isOk() || epoch == checked_epoch_) return failure_;
   checked_epoch_ = epoch;
   Status found = inTeamRanks(shared_.contextFailure(context_));
-  for (size_t i = 0; found.isOk() && i < members_.size(); ++i) found = inTeamRanks(shared_.peerFailure(members_[i]));
+  for (bool echo : {false, true}) {
+    for (size_t i = 0; found.isOk() && i < members_.size(); ++i) {
+      if (shared_.peerFailureIsEcho(members_[i]) == echo) found = inTeamRanks(shared_.peerFailure(members_[i]));
+    }
+  }
   if (!found.isOk()) {
     failure_ = found;
     failed_.store(true, std::memory_order_release);

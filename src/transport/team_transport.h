@@ -45,11 +45,14 @@ class TeamTransport final : public Transport {
 
   // Fails this team only (Transport::failContext): its members are told, its operations complete.
   void fail(const Status& reason) override;
-  // The team's first failure: its own or a member's report, or a member's loss (in team ranks).
+  // The team's first failure: its own or a member's report, or a member's loss (in team ranks); a member
+  // whose loss is an echo (Transport::peerFailureIsEcho) only when no other member's explains it.
   Status failure() const override;
   void failContext(ContextId context, const std::vector<int>& peers, const Status& reason) override;
   Status contextFailure(ContextId context) const override { return shared_.contextFailure(context); }
   Status peerFailure(int peer) const override;
+  bool peerFailureIsEcho(int peer) const override;
+  void refreshFailures() override { shared_.refreshFailures(); }
   uint32_t failureEpoch() const override { return shared_.failureEpoch(); }
 
   // Nothing to close: the shared transport closes when its last team is gone.

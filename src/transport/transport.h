@@ -133,6 +133,14 @@ class Transport {
   virtual Status contextFailure(ContextId context) const = 0;
   // The failure of one peer (remote error naming it) once known; ok while it is healthy. Thread-safe.
   virtual Status peerFailure(int peer) const = 0;
+  // Whether peer's failure is an echo: its process exited (or its connection reset) after it had learned of
+  // a failure itself, so an earlier failure, if one is known, explains it. Thread-safe.
+  virtual bool peerFailureIsEcho(int peer) const = 0;
+  // Looks now, rather than at its next periodic check, for peers whose processes have exited and for notices
+  // that have arrived, and records what it finds. For a caller about to blame an error on the peer it came
+  // from: that peer may only have left because of an earlier failure, which this makes known first.
+  // Thread-safe.
+  virtual void refreshFailures() = 0;
   // Bumped whenever a failure of any kind is recorded (a peer's, a context's, the transport's): readers of
   // the three above may cache their answers until it changes. Waiters are woken (eventCount() changes) too.
   virtual uint32_t failureEpoch() const = 0;

@@ -9,12 +9,13 @@ from pathlib import Path
 
 # The interfaces above the transport: point-to-point messages and peer memory (what the collectives see).
 TRANSPORT_INTERFACE = ["transport/transport.h", "transport/peer_memory.h"]
-# How peer memory is made (memfd segments mapped through /proc, CMA reads) and how peers are watched:
-# helpers every backend may share, which know no backend. Nothing above transport/ but core and api
-# (which own the transport) names them.
+# How peer memory is made (memfd segments mapped through /proc, CMA reads), how peers are watched and what
+# they leave to be read when they exit: helpers every backend may share, which know no backend. Nothing above
+# transport/ but core and api (which own the transport) names them.
 TRANSPORT_SHARED = TRANSPORT_INTERFACE + [
     "transport/peer_liveness.h", "transport/team_transport.h", "transport/process_identity.h",
-    "transport/shared_segment.h", "transport/peer_segment_map.h", "transport/cross_memory.h"]
+    "transport/shared_segment.h", "transport/peer_segment_map.h", "transport/cross_memory.h",
+    "transport/exit_notes.h"]
 
 # room -> rooms (path prefixes under src/) it may include, itself included.
 ALLOWED = {

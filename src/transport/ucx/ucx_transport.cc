@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "transport/exit_notes.h"
 #include "transport/peer_liveness.h"
 #include "transport/peer_memory.h"
 #include "transport/process_identity.h"
@@ -34,6 +35,8 @@ namespace {
 constexpr int kMaxRanks = 1 << (64 - kTagBits);
 constexpr ucp_tag_t kFullTagMask = ~ucp_tag_t{0};
 constexpr Tag kWireupTag = kReservedTagBit;
+// What goes in front of the worker address (localAddress).
+constexpr size_t kAddressPrefixBytes = ProcessIdentity::kEncodedBytes + ExitNotes::kEncodedRefBytes;
 // Notices between transports: "bye" from a peer that closes normally (its process exiting afterwards is
 // then no failure), "fail:<status code>:<reason>" from a peer that fail-stops, so that every rank learns the
 // root cause rather than a reset connection, and "cfail:<context>:<status code>:<reason>" from a peer where
@@ -63,7 +66,8 @@ ucp_tag_t wireTag(int sender, Tag tag) {
   return (static_cast<ucp_tag_t>(sender) << kTagBits) | tag;
 }
 
-// The status a peer's "fail:<code>:<reason>" notice (`text` past the "fail:") gives this rank.
+// The status a peer's "fail:" or "cfail:<context>:" notice gives this rank; `text` is the rest,
+// "<status code>:<reason>".
 Status failNoticeStatus(int peer, std::string_view text) {
   int code = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), code);
@@ -77,7 +81,8 @@ Status failNoticeStatus(int peer, std::string_view text) {
       return Status::mismatch("{}{}: {}", kReportedBy, peer, text);
     }
   }
-  return Status::remote("peer {} failed: {}", peer, text);
+  // The peer did not necessarily fail itself: it passes on what it learned, a lost rank named inside.
+  return Status::remote("peer {} reported: {}", peer, text);
 }
 
 // "<context>:<rest>" -> (context, rest); nullopt when malformed.
@@ -118,6 +123,8 @@ class UcxTransport final : public Transport {
   void failContext(ContextId context, const std::vector<int>& peers, const Status& reason) override;
   Status contextFailure(ContextId context) const override;
   Status peerFailure(int peer) const override;
+  bool peerFailureIsEcho(int peer) const override;
+  void refreshFailures() override;
   uint32_t failureEpoch() const override { return failure_epoch_.load(std::memory_order_acquire); }
   Status close(const Deadline& deadline) override;
 
@@ -155,6 +162,9 @@ class UcxTransport final : public Transport {
     bool departed = false;
     bool announce = true;  // log its failure when handled
     Cause cause = Cause::kTransport;
+    // Its process exited, or its connection reset, after its exit note said it had learned of a failure
+    // or was closing (exit_notes.h): an echo of an earlier failure, not a cause.
+    bool echo = false;
   };
 
   explicit UcxTransport(const TransportParams& params);
@@ -189,6 +199,7 @@ class UcxTransport final : public Transport {
   bool recordContextFailure(ContextId context, const Status& status);
   void bumpFailureEpoch();
   void cancelRecvs(Peer& peer);
+  bool leftAfterFailure(int peer) const;
 
   Status exchangeWireup(const Deadline& deadline);
   PendingOp* acquireNoticeOp(int peer, size_t bytes, bool is_recv, Completion* completion);
@@ -221,12 +232,14 @@ class UcxTransport final : public Transport {
   std::unique_ptr<WorkerLoop> loop_;
   std::unique_ptr<Peer[]> peers_;
   std::atomic<bool> failure_pending_{false};
-  PeerLiveness liveness_;  // GUARDED_BY(the worker lock)
+  PeerLiveness liveness_;                  // GUARDED_BY(the worker lock)
+  std::unique_ptr<ExitNotes> exit_notes_;  // null where shared memory could not be made
   // Every rank's process, from connect(): where its memory is (openPeerMemory).
   std::vector<ProcessIdentity> processes_;
   mutable std::mutex failure_mutex_;
   Status failure_;                                          // GUARDED_BY(failure_mutex_)
   std::vector<Status> peer_failures_;                       // GUARDED_BY(failure_mutex_), per rank
+  std::vector<bool> peer_echoes_;                           // GUARDED_BY(failure_mutex_), per rank
   std::unordered_map<ContextId, Status> context_failures_;  // GUARDED_BY(failure_mutex_)
   std::atomic<uint32_t> failure_epoch_{0};
   // Contexts failed here (failContext ran): their posts are refused. GUARDED_BY(the worker lock).
@@ -276,19 +289,31 @@ Status UcxTransport::init(const UcxOptions& options) {
   peers_ = std::make_unique<Peer[]>(static_cast<size_t>(nranks_));
   for (int r = 0; r < nranks_; ++r) peers_[r].owner = this;
   peer_failures_.resize(static_cast<size_t>(nranks_));
+  peer_echoes_.resize(static_cast<size_t>(nranks_));
+  Result<std::unique_ptr<ExitNotes>> notes = ExitNotes::create(nranks_);
+  if (notes.isOk()) {
+    exit_notes_ = std::move(notes).value();
+  } else {
+    log_->debug("no exit note: {}", notes.status().toString());
+  }
   state_ = State::kCreated;
   log_->debug("ucx transport created, {} ranks, progress {}, address {} bytes", nranks_, progressModeName(mode_),
               address_.size());
   return Status::ok();
 }
 
-// The process identity goes in front of the worker address, so that peers on this host can watch this
-// process (peer_liveness.h).
+// The process identity and the exit note's page go in front of the worker address, so that peers on this
+// host can watch this process (peer_liveness.h) and read its note once it exits (exit_notes.h).
 Result<std::vector<std::byte>> UcxTransport::localAddress() {
   if (state_ == State::kClosed) return Status::invalidUsage("ucx transport is closed");
   std::vector<std::byte> address;
-  address.reserve(ProcessIdentity::kEncodedBytes + address_.size());
+  address.reserve(kAddressPrefixBytes + address_.size());
   ProcessIdentity::self().encode(address);
+  if (exit_notes_) {
+    exit_notes_->encodeRef(address);
+  } else {
+    address.resize(address.size() + ExitNotes::kEncodedRefBytes);  // a reference to nothing: no note
+  }
   address.insert(address.end(), address_.begin(), address_.end());
   return address;
 }
@@ -308,16 +333,20 @@ Status UcxTransport::connect(const std::vector<std::vector<std::byte>>& addresse
     for (int r = 0; r < nranks_; ++r) {
       std::span<const std::byte> address(addresses[r]);
       Result<ProcessIdentity> identity = ProcessIdentity::decode(address);
-      if (!identity.isOk() || address.size() == ProcessIdentity::kEncodedBytes) {
+      if (!identity.isOk() || address.size() <= kAddressPrefixBytes) {
         return Status::invalidArgument("ucx transport: the address of rank {} ({} bytes) is not a psdp ucx address", r,
                                        address.size());
       }
-      // Watched before the wire-up below, which proves that the watched process is the one that answers.
+      // Watched before the wire-up below, which proves that the watched process is the one that answers; its
+      // note is mapped while it surely lives.
       PSDP_RETURN_IF_ERROR(liveness_.watch(r, identity.value()));
+      if (exit_notes_ && r != rank_) {
+        PSDP_ASSIGN_OR_RETURN(SegmentRef note, ExitNotes::decodeRef(address.subspan(ProcessIdentity::kEncodedBytes)));
+        exit_notes_->attach(r, identity.value(), note);
+      }
       processes_.push_back(identity.value());
-      PSDP_ASSIGN_OR_RETURN(peers_[r].ep,
-                            UcxEndpoint::create(worker_.get(), address.subspan(ProcessIdentity::kEncodedBytes), r,
-                                                &onPeerError, &peers_[r], log_));
+      PSDP_ASSIGN_OR_RETURN(peers_[r].ep, UcxEndpoint::create(worker_.get(), address.subspan(kAddressPrefixBytes), r,
+                                                              &onPeerError, &peers_[r], log_));
     }
     loop_->setWatchedFdsLocked(liveness_.activeFds());
   }
@@ -696,7 +725,11 @@ void UcxTransport::checkLiveness() {
                peer.said_bye ? Status::remote("peer {} closed its transport and exited while operations with it were "
                                               "still pending here",
                                               r)
-                             : Status::remote("peer {} failed: its process (pid {} on this host) exited", r, pid),
+               : leftAfterFailure(r)
+                   ? Status::remote("peer {} failed: its process (pid {} on this host) exited after a failure it "
+                                    "had learned of",
+                                    r, pid)
+                   : Status::remote("peer {} failed: its process (pid {} on this host) exited", r, pid),
                Cause::kExited);
   });
   if (exited) loop_->setWatchedFdsLocked(liveness_.activeFds());
@@ -726,6 +759,7 @@ void UcxTransport::recordFailure(const Status& status) {
 // Wakes whoever waits for events, so that it sees the failure even if none of its operations involve the
 // failed peer or context.
 void UcxTransport::bumpFailureEpoch() {
+  if (exit_notes_) exit_notes_->noteFailed();
   failure_epoch_.fetch_add(1, std::memory_order_seq_cst);
   events_.fetch_add(1, std::memory_order_seq_cst);
 }
@@ -749,6 +783,26 @@ Status UcxTransport::peerFailure(int peer) const {
   if (peer < 0 || peer >= nranks_) return Status::invalidArgument("peer {} out of range [0, {})", peer, nranks_);
   std::lock_guard lock(failure_mutex_);
   return peer_failures_[static_cast<size_t>(peer)];
+}
+
+bool UcxTransport::peerFailureIsEcho(int peer) const {
+  if (peer < 0 || peer >= nranks_) return false;
+  std::lock_guard lock(failure_mutex_);
+  return peer_echoes_[static_cast<size_t>(peer)];
+}
+
+// Under the worker lock.
+bool UcxTransport::leftAfterFailure(int peer) const {
+  if (!exit_notes_) return false;
+  ExitNotes::Note note = exit_notes_->noteOf(peer);
+  return note == ExitNotes::Note::kFailed || note == ExitNotes::Note::kClosing;
+}
+
+void UcxTransport::refreshFailures() {
+  auto lock = loop_->lockForPost();
+  if (state_ != State::kConnected) return;
+  failure_pending_.store(true, std::memory_order_release);
+  handleFailures();
 }
 
 void UcxTransport::failContext(ContextId context, const std::vector<int>& peers, const Status& reason) {
@@ -831,10 +885,18 @@ void UcxTransport::handleFailures() {
   liveness_countdown_ = 1;
   checkLiveness();
   // The likeliest root cause first, so that failure() names it when several are known at once: a process
-  // that exited explains the resets and the notices of the others, and a reset explains a notice.
-  for (Cause cause : {Cause::kExited, Cause::kTransport, Cause::kNotice}) {
-    for (int r = 0; r < nranks_; ++r) {
-      if (peers_[r].cause == cause) handlePeerFailure(r);
+  // that exited explains the resets and the notices of the others, and a reset explains a notice. A peer
+  // that left after learning of a failure itself (its exit note says so) explains nothing: last.
+  for (int r = 0; r < nranks_; ++r) {
+    if (peers_[r].failed.load(std::memory_order_acquire) && !peers_[r].failure_handled) {
+      peers_[r].echo = peers_[r].cause != Cause::kNotice && leftAfterFailure(r);
+    }
+  }
+  for (bool echo : {false, true}) {
+    for (Cause cause : {Cause::kExited, Cause::kTransport, Cause::kNotice}) {
+      for (int r = 0; r < nranks_; ++r) {
+        if (peers_[r].cause == cause && peers_[r].echo == echo) handlePeerFailure(r);
+      }
     }
   }
 }
@@ -853,6 +915,7 @@ void UcxTransport::handlePeerFailure(int r) {
     {
       std::lock_guard lock(failure_mutex_);
       peer_failures_[static_cast<size_t>(r)] = status;
+      peer_echoes_[static_cast<size_t>(r)] = peer.echo;
       if (failure_.isOk()) failure_ = status;
     }
     bumpFailureEpoch();
@@ -898,6 +961,7 @@ Status UcxTransport::close(const Deadline& deadline) {
     auto lock = loop_->lockForPost();
     sendNotices(kByeNotice);
   }
+  if (exit_notes_) exit_notes_->noteClosing();
   return shutdown(/*force=*/false, deadline);
 }
 

@@ -22,7 +22,8 @@
 // - Notices: a transport that closes tells its peers ("bye"), so that its process exiting afterwards is
 //   not taken for a failure; one that fail-stops (fail()) tells them why, so that they fail with the root
 //   cause instead of a reset connection. Messages a dead peer sent before it exited are drained before
-//   its death is judged.
+//   its death is judged, and its exit note (exit_notes.h, whose reference travels in the address after the
+//   process identity) tells a death from the exit of a peer that had learned of a failure itself.
 // - CMA: with peer error handling UCX 1.13 uses CMA's single-copy rendezvous only if CMA advertises memory
 //   invalidation, which it does only with UCX_CMA_MEMORY_INVALIDATE=y; psdp sets it unless the user set
 //   that variable or UCX_TLS excludes cma (why this is safe: ucx_context.cc), and only with a progress

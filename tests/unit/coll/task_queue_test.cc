@@ -277,7 +277,7 @@ TEST_P(TaskQueueTest, TeamsShareADriverAndFailAlone) {
           }
         }
         EXPECT_EQ(failed.code(), PSDP_ERR_REMOTE) << failed.toString();
-        EXPECT_NE(failed.message().find("peer 0 failed: rank 0 aborted its pair"), std::string::npos)
+        EXPECT_NE(failed.message().find("peer 0 reported: rank 0 aborted its pair"), std::string::npos)
             << failed.message();
       } else {
         auto again =
