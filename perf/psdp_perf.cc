@@ -33,6 +33,8 @@ constexpr int kExitUnsupported = 3;
 
 [[noreturn]] void fail(psdp_comm_h comm, const char* what, psdp_status_t status) {
   std::fprintf(stderr, "psdp-perf: %s failed: %s: %s\n", what, psdp_status_string(status), psdp_get_last_error(comm));
+  // A failed communicator is destroyed at once (its peers are not waited for).
+  if (comm != nullptr) (void)psdp_comm_destroy(comm);
   std::exit(kExitWrong);
 }
 

@@ -33,6 +33,9 @@ using psdp::perf::Options;
 [[noreturn]] void fail(psdp_comm_h comm, const char* what, psdp_status_t status) {
   std::fprintf(stderr, "psdp-perf-teams: %s failed: %s: %s\n", what, psdp_status_string(status),
                psdp_get_last_error(comm));
+  // A failed communicator is destroyed at once (its peers are not waited for); the others it shares a
+  // context with stop at exit.
+  if (comm != nullptr) (void)psdp_comm_destroy(comm);
   std::exit(1);
 }
 

@@ -59,8 +59,9 @@ typedef enum psdp_status {
   PSDP_ERR_INVALID_USAGE = -2,    /* arguments are fine but the call is not allowed now (e.g. use after destroy) */
   PSDP_ERR_SYSTEM = -3,           /* the OS or a library below psdp failed (socket, memory, UCX) */
   PSDP_ERR_INTERNAL = -4,         /* a bug in psdp: please report it with the log */
-  PSDP_ERR_REMOTE = -5,           /* a peer failed, disconnected or reported an error */
-  PSDP_ERR_TIMEOUT = -6,          /* PSDP_TIMEOUT expired; the communicator is failed */
+  PSDP_ERR_REMOTE = -5,           /* a peer failed, disconnected or reported an error; the message names it */
+  PSDP_ERR_TIMEOUT = -6,          /* PSDP_TIMEOUT expired; the communicator is failed; the message names what
+                                     the call waited for and the ranks that did not answer a liveness probe */
   PSDP_ERR_UNSUPPORTED = -7,      /* valid request that this build or backend does not support */
   PSDP_ERR_MISMATCH = -8,         /* ranks disagree (different collective, count, dtype, job secret...) */
   PSDP_ERR_ABORTED = -9,          /* the communicator was aborted */

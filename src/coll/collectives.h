@@ -58,6 +58,8 @@ class CollTask {
   virtual ~CollTask() = default;
   // "all-reduce #12 (count 1000, float32)": kind, sequence number, count.
   virtual std::string describe() const = 0;
+  // The team's sequence number of a collective; none for point-to-point transfers, which have their own.
+  virtual std::optional<uint32_t> seq() const = 0;
   // Whether start() may be called now. REQUIRES: every task posted before this one has started.
   virtual bool canStart() const = 0;
   // Claims staging and completions; operations that need no peer (count 0, one rank) complete here.

@@ -128,6 +128,7 @@ class HostTask final : public CollTask, public Recycled<HostTask> {
   ~HostTask() override;
 
   std::string describe() const override { return op_.describe(); }
+  std::optional<uint32_t> seq() const override { return op_.header.seq; }
   bool canStart() const override;
   void start(const Deadline& deadline) override;
   Result<Progress> advance() override;

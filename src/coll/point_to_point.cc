@@ -38,6 +38,7 @@ class PointToPointTask final : public CollTask, public Recycled<PointToPointTask
   }
 
   std::string describe() const override { return op_.describe(); }
+  std::optional<uint32_t> seq() const override { return std::nullopt; }
   bool canStart() const override { return !started_; }
 
   void start(const Deadline& deadline) override {

@@ -30,11 +30,17 @@ ProgressDriver::ProgressDriver(transport::Transport& shared, bool background, Lo
 }
 
 ProgressDriver::~ProgressDriver() {
+  stopThread();
+}
+
+void ProgressDriver::stopThread() {
+  std::lock_guard join(join_mutex_);
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   work_cv_.notify_all();
+  shared_.wake();  // out of a wait on the transport, if it is in one: it checks stopping_ within a round
   if (thread_.joinable()) thread_.join();
 }
 

@@ -36,6 +36,9 @@ class ProgressDriver {
   ProgressDriver(transport::Transport& shared, bool background, Logger log);
   // Stops the thread. REQUIRES: every queue has detached.
   ~ProgressDriver();
+  // Stops the thread for good, queues attached or not (at process exit): from then on only callers that
+  // wait drive. Thread-safe; later calls do nothing.
+  void stopThread();
 
   ProgressDriver(const ProgressDriver&) = delete;
   ProgressDriver& operator=(const ProgressDriver&) = delete;
@@ -101,6 +104,7 @@ class ProgressDriver {
   // thread-safe. Taken before mutex_, never while holding it.
   std::mutex drive_mutex_;
   std::thread thread_;
+  std::mutex join_mutex_;  // serialises stopThread() calls
 };
 
 }  // namespace psdp::coll

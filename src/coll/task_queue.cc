@@ -7,6 +7,14 @@
 #include "coll/progress_driver.h"
 
 namespace psdp::coll {
+namespace {
+
+// Sequence numbers are 32-bit counters that may wrap: a is before b when b is less than half the range ahead.
+bool seqBefore(uint32_t a, uint32_t b) {
+  return static_cast<int32_t>(b - a) > 0;
+}
+
+}  // namespace
 
 TaskQueue::TaskQueue(ProgressDriver& driver, transport::Transport& team, double timeout_s, size_t max_in_flight,
                      Logger log, uint32_t track)
@@ -62,6 +70,9 @@ Status TaskQueue::enqueue(const std::shared_ptr<Request>& request, bool wake_thr
       if (failure_.isOk() && !lost.isOk()) failure_ = lost;
       if (!failure_.isOk()) return failure_.withContext("the communicator failed earlier");
       if (queue_.size() < max_in_flight_) {
+        if (request->task_) {
+          if (std::optional<uint32_t> seq = request->task_->seq()) last_posted_seq_ = *seq;
+        }
         queue_.push_back(request);
         driver_.workQueuedLocked();
         break;
@@ -140,6 +151,7 @@ TaskQueue::PassResult TaskQueue::advance() {
   bool moved = false, yielded = false;
   size_t i = 0, started = 0;
   while (std::shared_ptr<Request> request = at(i)) {
+    if (draining_ && heldByDrain(*request)) break;
     if (request->hook_ != nullptr) {
       request->hook_(request->hook_arg_);
       complete(request, Status::ok());  // leaves the queue: the next one is at i now
@@ -180,6 +192,14 @@ TaskQueue::PassResult TaskQueue::advance() {
     for (int steps = 0; progress.isOk() && progress.value() == Progress::kAdvanced; ++steps) {
       progress = task.advance();
       moved |= steps > 0 || (progress.isOk() && progress.value() != Progress::kBlocked);
+    }
+    if (!progress.isOk() && progress.status().code() == PSDP_ERR_MISMATCH && task.seq() && !draining_) {
+      // The operations before this one matched everywhere and may still be running here or on slower ranks:
+      // they finish first, on every rank (the members are told), and only then does the team fail. Failing
+      // it now would fail them too where they still run, and a call that matched would return mismatch.
+      team_.drain(*task.seq(), progress.status());
+      startDrain(*task.seq(), progress.status());
+      return {Pass::kMoved, started};
     }
     if (!progress.isOk()) {
       // Where the team failed (a member lost or reporting), that is the cause, named in the team's ranks;
@@ -224,7 +244,8 @@ bool TaskQueue::failIfExpiredOrLost(const Deadline** earliest) {
     }
     CollTask& task = *request->task_;
     if (task.deadline().expired()) {
-      Status timeout = Status::timeout("{} timed out waiting for {}", task.describe(), task.waitingFor());
+      Status timeout =
+          Status::timeout("{} timed out waiting for {}{}", task.describe(), task.waitingFor(), probeOtherRanks());
       task.abandon(timeout);
       failEverything(timeout, request);
       return true;
@@ -234,8 +255,67 @@ bool TaskQueue::failIfExpiredOrLost(const Deadline** earliest) {
   return false;
 }
 
+// A timed-out task names what it waited for, which in a ring is a neighbour, whoever hangs: every other
+// rank is asked whether it is alive, and the ones that do not answer are named too. The probe takes at most
+// a tenth of the timeout (between 50 ms and 1 s); live ranks answer within microseconds of their next
+// progress.
+std::string TaskQueue::probeOtherRanks() {
+  const double seconds = std::clamp(timeout_s_ / 10, 0.05, 1.0);
+  std::vector<transport::SilentPeer> silent = team_.probePeers({}, seconds);
+  if (silent.empty()) return fmt::format("; every other rank answered a liveness probe within {} s", seconds);
+  std::string ranks, stopped;
+  for (const transport::SilentPeer& peer : silent) {
+    ranks += fmt::format("{}{}", ranks.empty() ? "" : ", ", peer.rank);
+    if (peer.stopped) stopped += fmt::format("{}{}", stopped.empty() ? "" : ", ", peer.rank);
+  }
+  return fmt::format("; rank{} {} did not answer a liveness probe within {} s{}", silent.size() > 1 ? "s" : "", ranks,
+                     seconds,
+                     stopped.empty() ? " (hung, or not calling into psdp in caller progress mode)"
+                                     : fmt::format(" (stopped by a signal: {})", stopped));
+}
+
+void TaskQueue::startDrain(uint32_t from, const Status& reason) {
+  if (draining_) return;
+  draining_ = true;
+  drain_from_ = from;
+  drain_reason_ = reason;
+  log().debug("operation #{} mismatched: the operations before it finish first: {}", from, reason.toString());
+}
+
+bool TaskQueue::heldByDrain(const Request& request) const {
+  if (!request.task_) return false;
+  std::optional<uint32_t> seq = request.task_->seq();
+  return seq && !seqBefore(*seq, drain_from_);
+}
+
+bool TaskQueue::failIfDrained() {
+  std::shared_ptr<Request> failed;  // the mismatched operation, if this rank has posted it
+  {
+    std::lock_guard lock(driver_.mutex_);
+    // Operations before the drain point that this rank has yet to post will be posted: wait for them too.
+    const bool all_posted = drain_from_ == 0 || (last_posted_seq_ && !seqBefore(*last_posted_seq_ + 1, drain_from_));
+    const bool before_left = !queue_.empty() && !heldByDrain(*queue_.front());
+    if (!all_posted || before_left) return false;
+    for (const std::shared_ptr<Request>& request : queue_) {
+      if (request->task_ && request->task_->seq() == drain_from_) failed = request;
+    }
+  }
+  team_.failDrained(drain_reason_);
+  failAll(drain_reason_, failed);
+  return true;
+}
+
 // A lost member fails the tasks even when they wait only on healthy ones: those may wait on the lost one.
 bool TaskQueue::failIfLost(const Status& fatal) {
+  if (fatal.isOk() && !draining_) {
+    uint32_t epoch = team_.failureEpoch();
+    if (epoch != drain_checked_epoch_) {
+      drain_checked_epoch_ = epoch;
+      if (std::optional<std::pair<uint32_t, Status>> point = team_.drainPoint())
+        startDrain(point->first, point->second);
+    }
+  }
+  if (fatal.isOk() && draining_ && team_.failure().isOk() && failIfDrained()) return true;
   Status lost = fatal.isOk() ? team_.failure() : fatal;
   if (lost.isOk()) return false;
   std::shared_ptr<Request> oldest = at(0);

@@ -13,11 +13,15 @@
 // Failure: the first error or timeout of a task, or the failure of the team's transport (a member lost, or
 // a member that reported the team failed), fails the queue: the team's transport is failed first
 // (Transport::fail, which leaves the other teams of the context alone), then that request and every other
-// one, started or queued, complete with the error, and post() refuses new work.
+// one, started or queued, complete with the error, and post() refuses new work. A mismatch in operation k is
+// drained first: the operations before k matched on every rank and finish (the members are told, and do the
+// same) before the team fails with it (docs/execution-model.md, "Failure").
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/deadline.h"
@@ -136,8 +140,20 @@ class TaskQueue {
   // *earliest may point into a freed request: the caller stops there). Else lowers *earliest to the started
   // tasks' earliest deadline (left as is when none started).
   bool failIfExpiredOrLost(const Deadline** earliest);
-  // Fails the queue if the team failed (or `fatal` is an error); true if it did.
+  // Fails the queue if the team failed (or `fatal` is an error); true if it did. Also starts draining when a
+  // member reported a drain point, and fails the queue once the drain is over.
   bool failIfLost(const Status& fatal);
+  // A mismatch in operation `from` (found here or by a member): the operations before it matched on every
+  // rank and are let finish; `from` and everything posted after it are held (not advanced) until then.
+  void startDrain(uint32_t from, const Status& reason);
+  // Whether `request` is held by the drain: a collective at or after the drain point, or anything queued
+  // behind one. Walking in order, the first held request ends the pass.
+  bool heldByDrain(const Request& request) const;
+  // Fails the queue with the drain's reason once nothing before the drain point is left to run, here or to
+  // be posted; true if it did.
+  bool failIfDrained();
+  // For a timeout's message: which other ranks do not answer a liveness probe.
+  std::string probeOtherRanks();
   // Whether anything is queued. REQUIRES: the driver's mutex.
   bool hasWorkLocked() const { return !queue_.empty(); }
 
@@ -163,6 +179,13 @@ class TaskQueue {
   // GUARDED_BY(the driver's mutex)
   std::vector<std::shared_ptr<Request>> queue_;  // in posting order; capacity max_in_flight_
   Status failure_;
+  std::optional<uint32_t> last_posted_seq_;  // the last collective's sequence number posted
+
+  // The driving thread's (under the drive lock).
+  bool draining_ = false;
+  uint32_t drain_from_ = 0;
+  Status drain_reason_;
+  uint32_t drain_checked_epoch_ = 0;  // the team's failure epoch when drainPoint() was last looked at
 };
 
 }  // namespace psdp::coll

@@ -1,5 +1,9 @@
 #include "core/context.h"
 
+#include <cstdlib>
+#include <mutex>
+#include <unordered_set>
+
 #include "transport/registry.h"
 
 namespace psdp::core {
@@ -11,10 +15,39 @@ constexpr double kUncleanCloseSeconds = 2.0;
 // The context field of a tag has 16 bits; 0 is the communicator made by init.
 constexpr uint64_t kContextFieldValues = uint64_t{1} << transport::kContextBits;
 
+// Every live context of the process, for the exit handler. Never destroyed: contexts may outlive static
+// destruction (a program that exits with communicators alive).
+struct LiveContexts {
+  std::mutex mutex;
+  std::unordered_set<Context*> contexts;
+};
+LiveContexts& liveContexts() {
+  static LiveContexts* live = new LiveContexts();
+  return *live;
+}
+
+// A process that exits with communicators alive (after a failure, or without finalize) runs the static
+// destructors of UCX's libraries while psdp's threads may still call into them; UCX then aborts (a failed
+// event-handler update in ucp_worker.c) or crashes. This handler, registered with the first context (so it
+// runs before the destructors of everything made earlier, the libraries' included), stops those threads
+// first. Nothing is closed: the peers see this process exit.
+void stopThreadsAtExit() {
+  LiveContexts& live = liveContexts();
+  std::lock_guard lock(live.mutex);
+  for (Context* context : live.contexts) context->stopThreads();
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Context>> Context::create(int rank, int nranks, psdp_progress_mode_t mode, Logger log) {
+  static std::once_flag exit_handler;
+  std::call_once(exit_handler, [] { std::atexit(stopThreadsAtExit); });
   std::shared_ptr<Context> context(new Context(mode, log));
+  {
+    LiveContexts& live = liveContexts();
+    std::lock_guard lock(live.mutex);
+    live.contexts.insert(context.get());
+  }
   // With PSDP_PROGRESS=thread the transport keeps its own progress thread even though the driver has one:
   // the transport's thread keeps progressing UCX between collectives (sleeping on the worker's event fd),
   // which rendezvous protocols need after the local side of an operation has completed (a CMA read's
@@ -25,6 +58,11 @@ Result<std::shared_ptr<Context>> Context::create(int rank, int nranks, psdp_prog
 }
 
 Context::~Context() {
+  {
+    LiveContexts& live = liveContexts();
+    std::lock_guard lock(live.mutex);
+    live.contexts.erase(this);
+  }
   // Every team has left (they hold the context), so the driver has no queue; its thread goes first, then the
   // transport (closed by the last team, or shut down by force here after a failed creation).
   driver_.reset();
@@ -33,8 +71,16 @@ Context::~Context() {
 
 Status Context::connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) {
   PSDP_RETURN_IF_ERROR(transport_->connect(addresses, deadline));
-  driver_ = std::make_unique<coll::ProgressDriver>(*transport_, mode_ == PSDP_PROGRESS_THREAD, log_);
+  auto driver = std::make_unique<coll::ProgressDriver>(*transport_, mode_ == PSDP_PROGRESS_THREAD, log_);
+  std::lock_guard lock(mutex_);
+  driver_ = std::move(driver);
   return Status::ok();
+}
+
+void Context::stopThreads() {
+  std::lock_guard lock(mutex_);
+  if (driver_) driver_->stopThread();
+  if (transport_) transport_->stopThreads();
 }
 
 uint64_t Context::nextTeamId() const {

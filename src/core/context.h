@@ -52,6 +52,10 @@ class Context {
   // Registers a team with the agreed id (>= nextTeamId() here) and returns its context tag field. Errors:
   // invalid usage when the tag field would collide with a live team's (65535 teams made since it).
   Result<transport::ContextId> joinTeam(uint64_t id);
+  // Stops the driver's and the transport's threads for good (at process exit, psdp's atexit handler):
+  // nothing of psdp runs in the background afterwards. Thread-safe.
+  void stopThreads();
+
   // A team leaves: `clean` if it finalized. The last one out closes the transport (up to `deadline` when
   // every team was clean) and returns what the close returned. Thread-safe.
   Status leaveTeam(transport::ContextId context, bool clean, const Deadline& deadline);

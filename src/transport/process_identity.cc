@@ -100,4 +100,15 @@ Result<ProcessIdentity> ProcessIdentity::decode(std::span<const std::byte> in) {
   return id;
 }
 
+// The state is the field after the command name, which is in parentheses and may itself hold ") ".
+bool processIsStopped(uint32_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(file, stat)) return false;
+  size_t name_end = stat.rfind(") ");
+  if (name_end == std::string::npos || name_end + 2 >= stat.size()) return false;
+  const char state = stat[name_end + 2];
+  return state == 'T' || state == 't';
+}
+
 }  // namespace psdp::transport

@@ -36,4 +36,8 @@ struct ProcessIdentity {
   static Result<ProcessIdentity> decode(std::span<const std::byte> in);
 };
 
+// Whether process `pid` of this pid namespace is stopped (SIGSTOP, or held by a debugger): /proc/<pid>/stat
+// says T or t. False when it cannot be read (no such process).
+bool processIsStopped(uint32_t pid);
+
 }  // namespace psdp::transport

@@ -27,6 +27,18 @@ std::unique_ptr<PeerMemory> TeamTransport::openPeerMemory() const {
   return shared_.openPeerMemory()->subset(members_, rank_);
 }
 
+// Team ranks (every other member when empty; out-of-range ones dropped) to the shared transport's ranks.
+std::vector<int> TeamTransport::inContextRanks(const std::vector<int>& peers) const {
+  std::vector<int> mapped;
+  mapped.reserve(members_.size());
+  for (size_t i = 0; i < members_.size(); ++i) {
+    const bool named = peers.empty() ? static_cast<int>(i) != rank_
+                                     : std::find(peers.begin(), peers.end(), static_cast<int>(i)) != peers.end();
+    if (named) mapped.push_back(members_[i]);
+  }
+  return mapped;
+}
+
 Status TeamTransport::checkPeer(int peer, Tag tag) const {
   if (peer < 0 || peer >= static_cast<int>(members_.size())) {
     return Status::invalidArgument("peer {} out of range [0, {})", peer, members_.size());
@@ -54,21 +66,11 @@ void TeamTransport::fail(const Status& reason) {
     if (failure_.isOk()) failure_ = reason;
     failed_.store(true, std::memory_order_release);
   }
-  std::vector<int> others;
-  others.reserve(members_.size());
-  for (size_t i = 0; i < members_.size(); ++i) {
-    if (static_cast<int>(i) != rank_) others.push_back(members_[i]);
-  }
-  shared_.failContext(context_, others, reason);
+  shared_.failContext(context_, inContextRanks({}), reason);
 }
 
 void TeamTransport::failContext(ContextId context, const std::vector<int>& peers, const Status& reason) {
-  std::vector<int> mapped;
-  mapped.reserve(peers.size());
-  for (int peer : peers) {
-    if (peer >= 0 && peer < static_cast<int>(members_.size())) mapped.push_back(members_[static_cast<size_t>(peer)]);
-  }
-  shared_.failContext(context, mapped, reason);
+  shared_.failContext(context, peers.empty() ? peers : inContextRanks(peers), reason);
 }
 
 bool TeamTransport::peerFailureIsEcho(int peer) const {
@@ -118,6 +120,41 @@ Status TeamTransport::failure() const {
     failed_.store(true, std::memory_order_release);
   }
   return failure_;
+}
+
+void TeamTransport::drain(uint32_t from, const Status& reason) {
+  shared_.drainContext(context_, inContextRanks({}), from, reason);
+}
+
+std::optional<std::pair<uint32_t, Status>> TeamTransport::drainPoint() const {
+  std::optional<std::pair<uint32_t, Status>> point = shared_.contextDrain(context_);
+  if (point) point->second = inTeamRanks(point->second);
+  return point;
+}
+
+void TeamTransport::failDrained(const Status& reason) {
+  {
+    std::lock_guard lock(mutex_);
+    if (failure_.isOk()) failure_ = reason;
+    failed_.store(true, std::memory_order_release);
+  }
+  shared_.failContext(context_, {}, reason);
+}
+
+void TeamTransport::drainContext(ContextId context, const std::vector<int>& peers, uint32_t from,
+                                 const Status& reason) {
+  shared_.drainContext(context, peers.empty() ? peers : inContextRanks(peers), from, reason);
+}
+
+std::vector<SilentPeer> TeamTransport::probePeers(const std::vector<int>& peers, double seconds) {
+  std::vector<int> others = inContextRanks(peers);
+  if (others.empty()) return {};
+  std::vector<SilentPeer> silent = shared_.probePeers(others, seconds);
+  for (SilentPeer& peer : silent) {
+    peer.rank = static_cast<int>(std::find(members_.begin(), members_.end(), peer.rank) - members_.begin());
+  }
+  std::sort(silent.begin(), silent.end(), [](const SilentPeer& a, const SilentPeer& b) { return a.rank < b.rank; });
+  return silent;
 }
 
 Status TeamTransport::close(const Deadline& /*deadline*/) {

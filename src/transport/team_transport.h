@@ -53,13 +53,26 @@ class TeamTransport final : public Transport {
   Status peerFailure(int peer) const override;
   bool peerFailureIsEcho(int peer) const override;
   void refreshFailures() override { shared_.refreshFailures(); }
+  // The shared transport's probe of the members, in team ranks.
+  std::vector<SilentPeer> probePeers(const std::vector<int>& peers, double seconds) override;
   uint32_t failureEpoch() const override { return shared_.failureEpoch(); }
 
+  // This team's drain, over the shared transport's context-level forms.
+  void drain(uint32_t from, const Status& reason) override;
+  std::optional<std::pair<uint32_t, Status>> drainPoint() const override;
+  void failDrained(const Status& reason) override;
+  void drainContext(ContextId context, const std::vector<int>& peers, uint32_t from, const Status& reason) override;
+  std::optional<std::pair<uint32_t, Status>> contextDrain(ContextId context) const override {
+    return shared_.contextDrain(context);
+  }
+  // The shared transport's threads are its owner's to stop.
+  void stopThreads() override {}
   // Nothing to close: the shared transport closes when its last team is gone.
   Status close(const Deadline& deadline) override;
 
  private:
   Status checkPeer(int peer, Tag tag) const;
+  std::vector<int> inContextRanks(const std::vector<int>& peers) const;
   Status inTeamRanks(const Status& status) const;
 
   Transport& shared_;

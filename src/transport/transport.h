@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "base/deadline.h"
@@ -57,6 +59,12 @@ struct Completion {
 struct Capabilities {
   bool host_memory = false;
   bool cuda_memory = false;
+};
+
+// A peer that did not answer Transport::probePeers.
+struct SilentPeer {
+  int rank = -1;
+  bool stopped = false;  // its process, on this host, is stopped (SIGSTOP, a debugger)
 };
 
 struct TransportParams {
@@ -141,9 +149,36 @@ class Transport {
   // from: that peer may only have left because of an earlier failure, which this makes known first.
   // Thread-safe.
   virtual void refreshFailures() = 0;
+  // Asks `peers` (every other rank when empty) whether they are alive, for a caller whose operation timed
+  // out: a ring hears only its neighbours, and the rank that hangs may be any. Sends each one not already
+  // known failed a probe and progresses until each has answered (any notice counts: a peer that reports a
+  // failure or closes is alive) or `seconds` have passed. Returns the ones that did not answer, in rank
+  // order. Thread-safe.
+  virtual std::vector<SilentPeer> probePeers(const std::vector<int>& peers, double seconds) = 0;
   // Bumped whenever a failure of any kind is recorded (a peer's, a context's, the transport's): readers of
   // the three above may cache their answers until it changes. Waiters are woken (eventCount() changes) too.
   virtual uint32_t failureEpoch() const = 0;
+
+  // Draining: a failure that spares what came before a point of the team's order. A mismatch found in
+  // operation `from` says that every earlier operation matched on every rank and may still complete, so
+  // the team is not failed at once (which would cancel them on ranks still running them): the other members
+  // are told (drain), each rank lets its operations before `from` finish, then fails the team itself with
+  // failDrained, which tells nobody (they all know). Nothing is canceled or refused by drain().
+  // Thread-safe. These act on this transport's team: a TeamTransport's, or context 0 with every rank.
+  virtual void drain(uint32_t from, const Status& reason) = 0;
+  // The drain point and reason first reported for the team, by a member or this rank.
+  virtual std::optional<std::pair<uint32_t, Status>> drainPoint() const = 0;
+  // Fails the team like fail(), without telling its members.
+  virtual void failDrained(const Status& reason) = 0;
+  // The context-level forms: tells `peers` (context ranks, best effort) that `from` is the drain point of
+  // `context` (recorded here too); contextDrain is the first point recorded for a context.
+  virtual void drainContext(ContextId context, const std::vector<int>& peers, uint32_t from, const Status& reason) = 0;
+  virtual std::optional<std::pair<uint32_t, Status>> contextDrain(ContextId context) const = 0;
+
+  // Stops the backend's own threads for good, leaving everything else as it is: at process exit, so that
+  // none of them still calls into the backend's libraries while those are torn down. Operations then move
+  // only while a caller waits. Thread-safe; later calls do nothing.
+  virtual void stopThreads() = 0;
 
   // Flushes every endpoint and closes it, then stops the progress thread. Call once, after every
   // operation has completed. Blocks up to the deadline.

@@ -7,6 +7,11 @@ namespace psdp::transport::ucx {
 ProgressThread::ProgressThread(WorkerLoop& loop) : loop_(loop), thread_([this] { run(); }) {}
 
 ProgressThread::~ProgressThread() {
+  stop();
+}
+
+void ProgressThread::stop() {
+  if (!thread_.joinable()) return;
   stop_.store(true, std::memory_order_seq_cst);
   loop_.signal();
   loop_.wakeStandingDown();

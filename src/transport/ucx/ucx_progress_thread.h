@@ -16,6 +16,8 @@ class ProgressThread {
   explicit ProgressThread(WorkerLoop& loop);
   // Stops and joins the thread.
   ~ProgressThread();
+  // The same, ahead of destruction (at process exit); later calls do nothing. Not thread-safe.
+  void stop();
 
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;

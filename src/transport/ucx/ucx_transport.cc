@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -48,6 +49,11 @@ constexpr size_t kNoticeBytes = 512;
 constexpr std::string_view kByeNotice = "bye";
 constexpr std::string_view kFailNotice = "fail:";
 constexpr std::string_view kContextFailNotice = "cfail:";
+// "cdrain:<context>:<from>:<status code>:<reason>": a context to drain up to operation `from` (Transport::drain).
+constexpr std::string_view kContextDrainNotice = "cdrain:";
+// A liveness probe (probePeers) and its answer, which the peer's progress sends from readNotices.
+constexpr std::string_view kProbeNotice = "probe";
+constexpr std::string_view kProbeAnswerNotice = "alive";
 constexpr std::string_view kReportedBy = "reported by rank ";
 // How many progress calls a dead peer's messages get to arrive before its death is judged: what it sent
 // before exiting is already in shared memory or a socket buffer.
@@ -125,6 +131,13 @@ class UcxTransport final : public Transport {
   Status peerFailure(int peer) const override;
   bool peerFailureIsEcho(int peer) const override;
   void refreshFailures() override;
+  std::vector<SilentPeer> probePeers(const std::vector<int>& peers, double seconds) override;
+  void stopThreads() override;
+  void drain(uint32_t from, const Status& reason) override;
+  std::optional<std::pair<uint32_t, Status>> drainPoint() const override { return contextDrain(0); }
+  void failDrained(const Status& reason) override { failContext(0, {}, reason); }
+  void drainContext(ContextId context, const std::vector<int>& peers, uint32_t from, const Status& reason) override;
+  std::optional<std::pair<uint32_t, Status>> contextDrain(ContextId context) const override;
   uint32_t failureEpoch() const override { return failure_epoch_.load(std::memory_order_acquire); }
   Status close(const Deadline& deadline) override;
 
@@ -160,6 +173,7 @@ class UcxTransport final : public Transport {
     // GUARDED_BY(the worker lock): the peer closed normally; then it exited with nothing left to do here.
     bool said_bye = false;
     bool departed = false;
+    uint64_t heard = 0;    // notices read from it (probePeers)
     bool announce = true;  // log its failure when handled
     Cause cause = Cause::kTransport;
     // Its process exited, or its connection reset, after its exit note said it had learned of a failure
@@ -197,6 +211,7 @@ class UcxTransport final : public Transport {
   void recordFailure(const Status& status);
   // Keeps the first reason of a context; true if it is the first.
   bool recordContextFailure(ContextId context, const Status& status);
+  void recordContextDrain(ContextId context, uint32_t from, const Status& reason);
   void bumpFailureEpoch();
   void cancelRecvs(Peer& peer);
   bool leftAfterFailure(int peer) const;
@@ -237,10 +252,11 @@ class UcxTransport final : public Transport {
   // Every rank's process, from connect(): where its memory is (openPeerMemory).
   std::vector<ProcessIdentity> processes_;
   mutable std::mutex failure_mutex_;
-  Status failure_;                                          // GUARDED_BY(failure_mutex_)
-  std::vector<Status> peer_failures_;                       // GUARDED_BY(failure_mutex_), per rank
-  std::vector<bool> peer_echoes_;                           // GUARDED_BY(failure_mutex_), per rank
-  std::unordered_map<ContextId, Status> context_failures_;  // GUARDED_BY(failure_mutex_)
+  Status failure_;                                                             // GUARDED_BY(failure_mutex_)
+  std::vector<Status> peer_failures_;                                          // GUARDED_BY(failure_mutex_), per rank
+  std::vector<bool> peer_echoes_;                                              // GUARDED_BY(failure_mutex_), per rank
+  std::unordered_map<ContextId, Status> context_failures_;                     // GUARDED_BY(failure_mutex_)
+  std::unordered_map<ContextId, std::pair<uint32_t, Status>> context_drains_;  // GUARDED_BY(failure_mutex_)
   std::atomic<uint32_t> failure_epoch_{0};
   // Contexts failed here (failContext ran): their posts are refused. GUARDED_BY(the worker lock).
   std::bitset<size_t{1} << kContextBits> failed_contexts_;
@@ -249,6 +265,7 @@ class UcxTransport final : public Transport {
   // deadline still has somewhere to complete.
   std::unique_ptr<Completion[]> wireup_;
   std::unique_ptr<ProgressThread> progress_thread_;
+  std::mutex stop_threads_mutex_;  // serialises stopping progress_thread_ (stopThreads, shutdown)
   // waitEvents' timeout, the usual end of a short poll: made once, so that polling allocates nothing.
   const Status no_event_ = Status::timeout("no transport event before the deadline");
 };
@@ -439,9 +456,27 @@ void UcxTransport::readNotices() {
     if (r == rank_ || !peer.notice_in.isDone() || !peer.notice_in.status.isOk()) continue;
     std::string_view text(peer.notice_text.data(), std::min(peer.notice_length, peer.notice_text.size()));
     peer.notice_in.status = Status::aborted("notice read");  // consumed
+    ++peer.heard;
+    bool more = true;  // whether the peer may send another notice
     if (text == kByeNotice) {
       peer.said_bye = true;
+      more = false;
       log_->debug("peer {} closed its transport", r);
+    } else if (text == kProbeNotice) {
+      sendNotice(r, kProbeAnswerNotice);
+    } else if (text.starts_with(kContextDrainNotice)) {
+      text.remove_prefix(kContextDrainNotice.size());
+      auto parsed = splitContextNotice(text);
+      uint32_t from = 0;
+      auto [end, error] =
+          parsed ? std::from_chars(parsed->second.data(), parsed->second.data() + parsed->second.size(), from)
+                 : std::from_chars_result{nullptr, std::errc::invalid_argument};
+      if (parsed && error == std::errc() && end < parsed->second.data() + parsed->second.size() && *end == ':') {
+        std::string_view rest = parsed->second.substr(static_cast<size_t>(end - parsed->second.data()) + 1);
+        recordContextDrain(parsed->first, from, failNoticeStatus(r, rest));
+      } else {
+        log_->warn("peer {} sent a malformed drain notice", r);
+      }
     } else if (text.starts_with(kContextFailNotice)) {
       text.remove_prefix(kContextFailNotice.size());
       if (auto parsed = splitContextNotice(text)) {
@@ -452,13 +487,55 @@ void UcxTransport::readNotices() {
       } else {
         log_->warn("peer {} sent a malformed context notice", r);
       }
-      Status reposted = postNoticeRecv(r);
-      if (!reposted.isOk()) log_->debug("notice receive from peer {} not posted again: {}", r, reposted.toString());
     } else if (text.starts_with(kFailNotice)) {
       text.remove_prefix(kFailNotice.size());
       markFailed(peer, failNoticeStatus(r, text), Cause::kNotice);
+      more = false;
+    }
+    if (more && !peer.failed.load(std::memory_order_acquire)) {
+      Status reposted = postNoticeRecv(r);
+      if (!reposted.isOk()) log_->debug("notice receive from peer {} not posted again: {}", r, reposted.toString());
     }
   }
+}
+
+std::vector<SilentPeer> UcxTransport::probePeers(const std::vector<int>& peers, double seconds) {
+  std::vector<int> asked;
+  for (int r = 0; r < nranks_; ++r) {
+    if (r != rank_ && (peers.empty() || std::find(peers.begin(), peers.end(), r) != peers.end())) asked.push_back(r);
+  }
+  std::vector<SilentPeer> silent;
+  auto lock = loop_->lockForPost();
+  if (state_ != State::kConnected) return silent;
+  std::vector<uint64_t> heard_before;
+  for (int r : asked) {
+    heard_before.push_back(peers_[r].heard);
+    sendNotice(r, kProbeNotice);
+  }
+  // A peer known failed, or gone after saying goodbye, is not asked: its state is known.
+  auto unanswered = [&](size_t i) {
+    const Peer& peer = peers_[asked[i]];
+    return peer.heard == heard_before[i] && !peer.failed.load(std::memory_order_acquire) && !peer.departed;
+  };
+  auto anyUnanswered = [&] {
+    for (size_t i = 0; i < asked.size(); ++i) {
+      if (unanswered(i)) return true;
+    }
+    return false;
+  };
+  Deadline deadline = Deadline::after(seconds);
+  while (anyUnanswered() && !deadline.expired()) {
+    if (ucp_worker_progress(worker_.get()) == 0) std::this_thread::yield();
+    readNotices();
+  }
+  for (size_t i = 0; i < asked.size(); ++i) {
+    if (!unanswered(i)) continue;
+    const ProcessIdentity& process = processes_[static_cast<size_t>(asked[i])];
+    const bool local = ProcessIdentity::self().isOtherLocalProcess(process);
+    silent.push_back(SilentPeer{asked[i], local && processIsStopped(process.pid)});
+  }
+  log_->debug("liveness probe of {} peers: {} did not answer within {} s", asked.size(), silent.size(), seconds);
+  return silent;
 }
 
 void UcxTransport::cancelNoticeRecvs() {
@@ -805,6 +882,47 @@ void UcxTransport::refreshFailures() {
   handleFailures();
 }
 
+void UcxTransport::drain(uint32_t from, const Status& reason) {
+  std::vector<int> others;
+  for (int r = 0; r < nranks_; ++r) {
+    if (r != rank_) others.push_back(r);
+  }
+  drainContext(0, others, from, reason);
+}
+
+void UcxTransport::drainContext(ContextId context, const std::vector<int>& peers, uint32_t from, const Status& reason) {
+  recordContextDrain(context, from, reason);
+  {
+    auto lock = loop_->lockForPost();
+    if (state_ != State::kConnected) return;
+    std::string text = fmt::format("{}{}:{}:{}:{}", kContextDrainNotice, context, from, static_cast<int>(reason.code()),
+                                   reason.message());
+    for (int peer : peers) {
+      if (peer >= 0 && peer < nranks_) sendNotice(peer, text);
+    }
+    flushNotices(Deadline::after(kNoticeFlushSeconds));
+  }
+  loop_->signal();
+}
+
+// Keeps the first point of a context; wakes waiters, whose queues start draining.
+void UcxTransport::recordContextDrain(ContextId context, uint32_t from, const Status& reason) {
+  {
+    std::lock_guard lock(failure_mutex_);
+    if (!context_drains_.try_emplace(context, from, reason).second) return;
+  }
+  log_->debug("context {:#x}: draining up to operation {}: {}", context, from, reason.toString());
+  failure_epoch_.fetch_add(1, std::memory_order_seq_cst);
+  events_.fetch_add(1, std::memory_order_seq_cst);
+}
+
+std::optional<std::pair<uint32_t, Status>> UcxTransport::contextDrain(ContextId context) const {
+  std::lock_guard lock(failure_mutex_);
+  auto it = context_drains_.find(context);
+  if (it == context_drains_.end()) return std::nullopt;
+  return it->second;
+}
+
 void UcxTransport::failContext(ContextId context, const std::vector<int>& peers, const Status& reason) {
   recordContextFailure(context, reason);
   {
@@ -972,10 +1090,18 @@ UcxTransport::~UcxTransport() {
   (void)shutdown(/*force=*/true, Deadline::after(kAbortSeconds));
 }
 
+void UcxTransport::stopThreads() {
+  std::lock_guard lock(stop_threads_mutex_);
+  if (progress_thread_) progress_thread_->stop();
+}
+
 // Stops the progress thread first, so that from here on this thread is the worker's only user and may
 // progress it without the lock (UcxEndpoint::close does).
 Status UcxTransport::shutdown(bool force, const Deadline& deadline) {
-  progress_thread_.reset();
+  {
+    std::lock_guard lock(stop_threads_mutex_);
+    progress_thread_.reset();
+  }
   cancelNoticeRecvs();
   Status result;
   if (loop_->outstanding() > 0) {
