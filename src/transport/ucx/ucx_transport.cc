@@ -215,6 +215,7 @@ class UcxTransport final : public Transport {
   void bumpFailureEpoch();
   void cancelRecvs(Peer& peer);
   bool leftAfterFailure(int peer) const;
+  std::vector<int> otherRanks() const;
 
   Status exchangeWireup(const Deadline& deadline);
   PendingOp* acquireNoticeOp(int peer, size_t bytes, bool is_recv, Completion* completion);
@@ -499,10 +500,18 @@ void UcxTransport::readNotices() {
   }
 }
 
+std::vector<int> UcxTransport::otherRanks() const {
+  std::vector<int> others;
+  for (int r = 0; r < nranks_; ++r) {
+    if (r != rank_) others.push_back(r);
+  }
+  return others;
+}
+
 std::vector<SilentPeer> UcxTransport::probePeers(const std::vector<int>& peers, double seconds) {
   std::vector<int> asked;
-  for (int r = 0; r < nranks_; ++r) {
-    if (r != rank_ && (peers.empty() || std::find(peers.begin(), peers.end(), r) != peers.end())) asked.push_back(r);
+  for (int r : peers.empty() ? otherRanks() : peers) {
+    if (r >= 0 && r < nranks_ && r != rank_) asked.push_back(r);
   }
   std::vector<SilentPeer> silent;
   auto lock = loop_->lockForPost();
@@ -883,11 +892,7 @@ void UcxTransport::refreshFailures() {
 }
 
 void UcxTransport::drain(uint32_t from, const Status& reason) {
-  std::vector<int> others;
-  for (int r = 0; r < nranks_; ++r) {
-    if (r != rank_) others.push_back(r);
-  }
-  drainContext(0, others, from, reason);
+  drainContext(0, otherRanks(), from, reason);
 }
 
 void UcxTransport::drainContext(ContextId context, const std::vector<int>& peers, uint32_t from, const Status& reason) {
