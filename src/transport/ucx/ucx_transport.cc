@@ -58,6 +58,9 @@ constexpr std::string_view kReportedBy = "reported by rank ";
 // How many progress calls a dead peer's messages get to arrive before its death is judged: what it sent
 // before exiting is already in shared memory or a socket buffer.
 constexpr int kDrainPolls = 64;
+// Sends up to this size are copied into UCX's queues (eager, bcopy) rather than read by the peer when it
+// matches them (rendezvous): failContext waits for them to leave.
+constexpr size_t kCopiedSendBytes = 8192;
 // How long a failing transport lets its notices leave before it closes the endpoints under them.
 constexpr double kNoticeFlushSeconds = 0.1;
 // The destructor's forced shutdown of a transport that was never closed.
@@ -950,18 +953,23 @@ void UcxTransport::failContext(ContextId context, const std::vector<int>& peers,
         if (ofContext(op) && op->is_recv && op->request != nullptr) ucp_request_cancel(worker_.get(), op->request);
       });
     }
-    auto recvsLeft = [&] {
+    // Small sends are copied out by UCX as soon as the peer's queue has room, which may be later than now
+    // (a shared-memory FIFO full while the peer was busy): UCX then reads their buffers during a later
+    // progress call, and those may be the team's own (agreement headers, staging), freed with the team. A
+    // live peer makes room within moments; a dead one's sends failed with its endpoint.
+    auto stillReading = [&] {
       bool left = false;
       for (int r = 0; r < nranks_ && !left; ++r) {
-        peers_[r].pending.forEach([&](PendingOp* op) { left |= ofContext(op) && op->is_recv; });
+        peers_[r].pending.forEach(
+            [&](PendingOp* op) { left |= ofContext(op) && (op->is_recv || op->bytes <= kCopiedSendBytes); });
       }
       return left;
     };
     Deadline flush = Deadline::after(kNoticeFlushSeconds);
     flushNotices(flush);
-    while (recvsLeft() && !flush.expired()) ucp_worker_progress(worker_.get());
-    // Sends cannot be canceled in UCX; they only read the caller's buffer, and the peers, told, will not
-    // match them any more, so completing them now is safe (as fail() does).
+    while (stillReading() && !flush.expired()) ucp_worker_progress(worker_.get());
+    // Larger sends cannot be canceled in UCX; their data is read only when the peer matches them, and the
+    // peers, told, will not match them any more, so completing them now is safe (as fail() does).
     for (int r = 0; r < nranks_; ++r) {
       peers_[r].pending.forEach([&](PendingOp* op) {
         if (ofContext(op)) {
