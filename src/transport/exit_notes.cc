@@ -10,11 +10,15 @@ namespace psdp::transport {
 namespace {
 
 constexpr size_t kPageBytes = 4096;
+// Where the note (uint32) and the heartbeat (uint64) lie in the page: apart, so that beats do not make the
+// cache line of the note bounce. Both are read and written with atomic_ref: the page is shared with other
+// processes, which see it as plain memory.
+constexpr size_t kNoteOffset = 0;
+constexpr size_t kHeartbeatOffset = 64;
 
-// The note is the first word of the page, read and written with atomic_ref: the page is shared with
-// other processes, which see it as plain memory.
-uint32_t load(const uint32_t* word) {
-  return std::atomic_ref<const uint32_t>(*word).load(std::memory_order_acquire);
+template <typename T>
+std::atomic_ref<T> word(void* page, size_t offset) {
+  return std::atomic_ref<T>(*reinterpret_cast<T*>(static_cast<std::byte*>(page) + offset));
 }
 
 }  // namespace
@@ -55,12 +59,16 @@ Result<SegmentRef> ExitNotes::decodeRef(std::span<const std::byte> in) {
 }
 
 void ExitNotes::write(Note note) {
-  std::atomic_ref<uint32_t> word(*static_cast<uint32_t*>(page_));
-  uint32_t seen = word.load(std::memory_order_relaxed);
+  std::atomic_ref<uint32_t> own = word<uint32_t>(page_, kNoteOffset);
+  uint32_t seen = own.load(std::memory_order_relaxed);
   // Running -> failed -> closing, never back.
   while (seen < static_cast<uint32_t>(note) &&
-         !word.compare_exchange_weak(seen, static_cast<uint32_t>(note), std::memory_order_release)) {
+         !own.compare_exchange_weak(seen, static_cast<uint32_t>(note), std::memory_order_release)) {
   }
+}
+
+void ExitNotes::beat() {
+  word<uint64_t>(page_, kHeartbeatOffset).fetch_add(1, std::memory_order_relaxed);
 }
 
 void ExitNotes::noteFailed() {
@@ -72,24 +80,33 @@ void ExitNotes::noteClosing() {
 }
 
 void ExitNotes::attach(int rank, const ProcessIdentity& owner, const SegmentRef& ref) {
-  if (rank < 0 || static_cast<size_t>(rank) >= peers_.size() || ref.bytes < sizeof(uint32_t) ||
+  if (rank < 0 || static_cast<size_t>(rank) >= peers_.size() || ref.bytes < kPageBytes ||
       !ProcessIdentity::self().isOtherLocalProcess(owner)) {
     return;
   }
-  Result<std::byte*> mapped = mappings_.map(owner, ref, sizeof(uint32_t));
+  Result<std::byte*> mapped = mappings_.map(owner, ref, kPageBytes);
   if (!mapped.isOk()) {
     processLog().debug("exit note of rank {} not mapped: {}", rank, mapped.status().toString());
     return;
   }
-  peers_[static_cast<size_t>(rank)] = reinterpret_cast<const uint32_t*>(mapped.value());
+  peers_[static_cast<size_t>(rank)] = mapped.value();
 }
 
 ExitNotes::Note ExitNotes::noteOf(int rank) const {
   if (rank < 0 || static_cast<size_t>(rank) >= peers_.size() || peers_[static_cast<size_t>(rank)] == nullptr) {
     return Note::kUnknown;
   }
-  uint32_t note = load(peers_[static_cast<size_t>(rank)]);
+  std::byte* page = peers_[static_cast<size_t>(rank)];
+  uint32_t note = word<uint32_t>(page, kNoteOffset).load(std::memory_order_acquire);
   return note <= static_cast<uint32_t>(Note::kClosing) ? static_cast<Note>(note) : Note::kUnknown;
+}
+
+uint64_t ExitNotes::heartbeatOf(int rank) const {
+  if (rank < 0 || static_cast<size_t>(rank) >= peers_.size() || peers_[static_cast<size_t>(rank)] == nullptr) {
+    return 0;
+  }
+  std::byte* page = peers_[static_cast<size_t>(rank)];
+  return word<uint64_t>(page, kHeartbeatOffset).load(std::memory_order_relaxed);
 }
 
 }  // namespace psdp::transport

@@ -519,15 +519,18 @@ std::vector<SilentPeer> UcxTransport::probePeers(const std::vector<int>& peers, 
   std::vector<SilentPeer> silent;
   auto lock = loop_->lockForPost();
   if (state_ != State::kConnected) return silent;
-  std::vector<uint64_t> heard_before;
+  std::vector<uint64_t> heard_before, beats_before;
   for (int r : asked) {
     heard_before.push_back(peers_[r].heard);
+    beats_before.push_back(exit_notes_ ? exit_notes_->heartbeatOf(r) : 0);
     sendNotice(r, kProbeNotice);
   }
-  // A peer known failed, or gone after saying goodbye, is not asked: its state is known.
+  // A peer known failed, or gone after saying goodbye, is not asked: its state is known. One of this host
+  // whose heartbeat moved is progressing, though its answer may be held up (exit_notes.h).
   auto unanswered = [&](size_t i) {
     const Peer& peer = peers_[asked[i]];
-    return peer.heard == heard_before[i] && !peer.failed.load(std::memory_order_acquire) && !peer.departed;
+    const bool beating = exit_notes_ && exit_notes_->heartbeatOf(asked[i]) != beats_before[i];
+    return peer.heard == heard_before[i] && !beating && !peer.failed.load(std::memory_order_acquire) && !peer.departed;
   };
   auto anyUnanswered = [&] {
     for (size_t i = 0; i < asked.size(); ++i) {
@@ -791,6 +794,7 @@ void UcxTransport::onPeerError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) 
 }
 
 void UcxTransport::afterProgress() {
+  if (exit_notes_) exit_notes_->beat();
   readNotices();
   checkLiveness();
   handleFailures();

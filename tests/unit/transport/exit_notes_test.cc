@@ -22,8 +22,8 @@ struct ChildReport {
   std::array<std::byte, ExitNotes::kEncodedRefBytes> ref{};
 };
 
-// Makes its notes, reports, then on 'f' notes a failure, on 'c' notes closing, and exits; on anything else
-// exits as it is (running).
+// Makes its notes, reports, then on 'f' notes a failure, on 'c' notes closing, on 'b' beats three times, and
+// exits; on anything else exits as it is (running).
 void runChild(int report_fd, int command_fd) {
   Result<std::unique_ptr<ExitNotes>> notes = ExitNotes::create(2);
   if (!notes.isOk()) _exit(1);
@@ -37,6 +37,7 @@ void runChild(int report_fd, int command_fd) {
   if (command == 'f') notes.value()->noteFailed();
   if (command == 'c') notes.value()->noteClosing();
   if (command == 'f' || command == 'c') notes.value()->noteFailed();  // never goes back
+  for (int i = 0; command == 'b' && i < 3; ++i) notes.value()->beat();
   _exit(0);
 }
 
@@ -69,6 +70,17 @@ TEST_F(ExitNotesTest, ANoteOutlivesItsProcess) {
                                                 : ExitNotes::Note::kRunning;
     EXPECT_EQ(notes.value()->noteOf(1), expected);
   }
+}
+
+TEST_F(ExitNotesTest, TheHeartbeatCountsProgressPasses) {
+  Result<std::unique_ptr<ExitNotes>> notes = ExitNotes::create(2);
+  ASSERT_TRUE(notes.isOk()) << notes.status().toString();
+  startChild(*notes.value());
+  EXPECT_EQ(notes.value()->heartbeatOf(1), 0u);
+  ASSERT_EQ(child_.finish('b'), 0);
+  EXPECT_EQ(notes.value()->heartbeatOf(1), 3u);
+  EXPECT_EQ(notes.value()->noteOf(1), ExitNotes::Note::kRunning);
+  EXPECT_EQ(notes.value()->heartbeatOf(0), 0u) << "not mapped";
 }
 
 TEST_F(ExitNotesTest, AKilledProcessLeavesRunning) {
