@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bitset>
 #include <charconv>
+#include <chrono>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -58,6 +59,8 @@ constexpr std::string_view kReportedBy = "reported by rank ";
 // How many progress calls a dead peer's messages get to arrive before its death is judged: what it sent
 // before exiting is already in shared memory or a socket buffer.
 constexpr int kDrainPolls = 64;
+// How long a liveness probe sleeps when nothing moved.
+constexpr std::chrono::microseconds kProbePause{200};
 // Sends up to this size are copied into UCX's queues (eager, bcopy) rather than read by the peer when it
 // matches them (rendezvous): failContext waits for them to leave.
 constexpr size_t kCopiedSendBytes = 8192;
@@ -539,8 +542,10 @@ std::vector<SilentPeer> UcxTransport::probePeers(const std::vector<int>& peers, 
     return false;
   };
   Deadline deadline = Deadline::after(seconds);
+  // Every rank that timed out probes at about the same time: pausing when nothing moved leaves the cores to
+  // the peers, whose answers (or heartbeats) are what this loop waits for.
   while (anyUnanswered() && !deadline.expired()) {
-    if (ucp_worker_progress(worker_.get()) == 0) std::this_thread::yield();
+    if (ucp_worker_progress(worker_.get()) == 0) std::this_thread::sleep_for(kProbePause);
     readNotices();
   }
   for (size_t i = 0; i < asked.size(); ++i) {
