@@ -458,6 +458,9 @@ void UcxTransport::flushNotices(const Deadline& deadline) {
 
 // Under the worker lock. A notice is read once; its receive is not posted again.
 void UcxTransport::readNotices() {
+  // Every pass that reads notices is a sign of life for the peers' liveness probes: a rank probing, itself
+  // spinning here, counts too.
+  if (exit_notes_) exit_notes_->beat();
   for (int r = 0; r < nranks_; ++r) {
     Peer& peer = peers_[r];
     if (r == rank_ || !peer.notice_in.isDone() || !peer.notice_in.status.isOk()) continue;
@@ -799,7 +802,6 @@ void UcxTransport::onPeerError(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) 
 }
 
 void UcxTransport::afterProgress() {
-  if (exit_notes_) exit_notes_->beat();
   readNotices();
   checkLiveness();
   handleFailures();
