@@ -456,7 +456,8 @@ void UcxTransport::flushNotices(const Deadline& deadline) {
   while (!sent() && !deadline.expired()) ucp_worker_progress(worker_.get());
 }
 
-// Under the worker lock. A notice is read once; its receive is not posted again.
+// Under the worker lock. A notice is read once; the receive is posted again for the next one, unless the
+// notice was the peer's last (bye, fail).
 void UcxTransport::readNotices() {
   // Every pass that reads notices is a sign of life for the peers' liveness probes: a rank probing, itself
   // spinning here, counts too.
