@@ -11,18 +11,15 @@
 #include <psdp/psdp.h>
 #include <signal.h>
 
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
-#include <vector>
 
+#include "mp_fault_job.h"
 #include "mp_report.h"
 #include "mp_stages.h"
 
 using psdp::mp::Clock;
-using psdp::mp::reachStage;
 using psdp::mp::secondsSince;
 using psdp::mp::why;
 
@@ -40,37 +37,15 @@ int main(int argc, char** argv) {
   int rank = 0, nranks = 1;
   psdp_comm_h comm = psdp::mp::initFromEnv(report, &rank, &nranks);
   if (comm == nullptr) return 1;
-  const int victim = argc > 3 ? std::atoi(argv[1]) : -1;
-  const size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
-  if (nranks < 2 || victim < 0 || victim >= nranks || bytes < sizeof(int32_t)) {
-    std::fprintf(stderr, "usage: mp_kill_matrix VICTIM DIR BYTES, on at least 2 ranks (victim %d of %d)\n", victim,
-                 nranks);
-    return 2;
-  }
-  const std::filesystem::path dir = argv[2];
-  const size_t count = bytes / sizeof(int32_t);
-  std::vector<int32_t> data(count, 1);
+  std::optional<psdp::mp::FaultJob> job =
+      psdp::mp::startFaultJob("mp_kill_matrix", argc, argv, comm, rank, nranks, report);
+  if (!job) return 2;
+  const int victim = job->victim;
+  if (rank == victim) psdp::mp::postAndRaise(*job, comm, report, SIGKILL);
 
-  psdp_status_t s = psdp_all_reduce(data.data(), data.data(), count, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
-  report.check(s == PSDP_SUCCESS, "warm-up all-reduce: " + why(comm, s));
-  report.check(reachStage(dir, "warm", rank, nranks), "every rank finished the warm-up within 30 s");
-
-  if (rank == victim) {
-    psdp_request_h request = nullptr;
-    s = psdp_all_reduce(data.data(), data.data(), count, PSDP_INT32, PSDP_SUM, comm, nullptr, &request);
-    report.check(s == PSDP_SUCCESS, "victim's post: " + why(comm, s));
-    (void)psdp_request_test(request);
-    std::fflush(stdout);
-    raise(SIGKILL);
-  }
-
-  // The values grow each round; their exactness is not the point (the victim's last round is partial).
   Clock::time_point start = Clock::now();
   int rounds = 0;
-  do {
-    s = psdp_all_reduce(data.data(), data.data(), count, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
-    ++rounds;
-  } while (s == PSDP_SUCCESS && secondsSince(start) < kMaxSecondsRunning);
+  psdp_status_t s = psdp::mp::allReduceUntilError(*job, comm, kMaxSecondsRunning, &rounds);
   const double seconds = secondsSince(start);
   const std::string error = psdp_get_last_error(comm);
   const std::string victim_name = "peer " + std::to_string(victim) + " ";

@@ -9,14 +9,12 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <vector>
 
+#include "mp_fault_job.h"
 #include "mp_report.h"
 #include "mp_stages.h"
 
@@ -38,42 +36,26 @@ int main(int argc, char** argv) {
   int rank = 0, nranks = 1;
   psdp_comm_h comm = psdp::mp::initFromEnv(report, &rank, &nranks);
   if (comm == nullptr) return 1;
-  const int victim = argc > 3 ? std::atoi(argv[1]) : -1;
-  const size_t bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 0;
-  if (nranks < 2 || victim < 0 || victim >= nranks || bytes < sizeof(int32_t)) {
-    std::fprintf(stderr, "usage: mp_stopped_rank VICTIM DIR BYTES, on at least 2 ranks (victim %d of %d)\n", victim,
-                 nranks);
-    return 2;
-  }
-  const std::filesystem::path dir = argv[2];
-  const size_t count = bytes / sizeof(int32_t);
-  std::vector<int32_t> data(count, 1);
-
-  psdp_status_t s = psdp_all_reduce(data.data(), data.data(), count, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
-  report.check(s == PSDP_SUCCESS, "warm-up all-reduce: " + why(comm, s));
-  report.check(reachStage(dir, "warm", rank, nranks), "every rank finished the warm-up within 30 s");
-
+  std::optional<psdp::mp::FaultJob> job =
+      psdp::mp::startFaultJob("mp_stopped_rank", argc, argv, comm, rank, nranks, report);
+  if (!job) return 2;
+  const int victim = job->victim;
+  const std::filesystem::path& dir = job->dir;
   if (rank == victim) {
     std::ofstream(dir / "victim.pid") << getpid() << '\n';
-    psdp_request_h request = nullptr;
-    s = psdp_all_reduce(data.data(), data.data(), count, PSDP_INT32, PSDP_SUM, comm, nullptr, &request);
-    report.check(s == PSDP_SUCCESS, "victim's post: " + why(comm, s));
-    (void)psdp_request_test(request);
-    std::fflush(stdout);
-    raise(SIGSTOP);  // every thread of the process stops; the survivors' rank kills it
+    psdp::mp::postAndRaise(*job, comm, report, SIGSTOP);  // every thread stops; a survivor kills it
     return 3;
   }
 
   Clock::time_point start = Clock::now();
-  do {
-    s = psdp_all_reduce(data.data(), data.data(), count, PSDP_INT32, PSDP_SUM, comm, nullptr, nullptr);
-  } while (s == PSDP_SUCCESS && secondsSince(start) < kMaxSecondsToError);
+  int rounds = 0;
+  psdp_status_t s = psdp::mp::allReduceUntilError(*job, comm, kMaxSecondsToError, &rounds);
   const double seconds = secondsSince(start);
   const std::string error = psdp_get_last_error(comm);
   const std::string named = "; rank " + std::to_string(victim) + " did not answer a liveness probe";
   report.check(s == PSDP_ERR_TIMEOUT || s == PSDP_ERR_REMOTE, "timeout, or told of one: " + why(comm, s));
-  report.check(error.find(named) != std::string::npos, "the error names rank " + std::to_string(victim) +
-                                                           " alone as silent: " + error);
+  report.check(error.find(named) != std::string::npos,
+               "the error names rank " + std::to_string(victim) + " alone as silent: " + error);
   report.check(error.find("stopped by a signal: " + std::to_string(victim)) != std::string::npos,
                "the error says it is stopped: " + error);
   report.check(seconds < kMaxSecondsToError, "the error came after " + std::to_string(seconds) + " s");
