@@ -25,7 +25,7 @@ using psdp::mp::why;
 
 namespace {
 
-// The timeout the test runs with (PSDP_TIMEOUT), and how late after it an error may come on a loaded
+// The latest a survivor's error may come: the test's PSDP_TIMEOUT (5 s), the probe, and the slack of a loaded
 // machine.
 constexpr double kMaxSecondsToError = 20.0;
 
