@@ -35,11 +35,23 @@ bool readBootId(std::array<uint8_t, 16>& out) {
   return n == out.size();
 }
 
+// Whether /proc names processes by the pids of this process's pid namespace. It does not in a pid namespace
+// entered without a /proc of its own (unshare --pid without --mount-proc): /proc/<pid> is then another
+// process than the peer with that pid, so a peer's /proc entries must not be used.
+bool procMatchesPidNamespace(pid_t pid) {
+  char target[32] = {};
+  ssize_t n = readlink("/proc/self", target, sizeof(target) - 1);
+  return n > 0 && std::to_string(pid) == std::string(target, static_cast<size_t>(n));
+}
+
 ProcessIdentity readSelf() {
   ProcessIdentity id;
   id.pid = static_cast<uint32_t>(getpid());
   struct stat ns {};
-  if (stat("/proc/self/ns/pid", &ns) == 0) id.pid_namespace = static_cast<uint64_t>(ns.st_ino);
+  // The namespace left unknown makes no peer local: every shortcut through /proc is then off.
+  if (procMatchesPidNamespace(getpid()) && stat("/proc/self/ns/pid", &ns) == 0) {
+    id.pid_namespace = static_cast<uint64_t>(ns.st_ino);
+  }
   if (!readBootId(id.boot_id)) id.boot_id.fill(0);
   return id;
 }
