@@ -270,7 +270,7 @@ std::string TaskQueue::probeOtherRanks() {
   }
   return fmt::format("; rank{} {} did not answer a liveness probe within {} s{}", silent.size() > 1 ? "s" : "", ranks,
                      seconds,
-                     stopped.empty() ? " (hung, or not calling into psdp in caller progress mode)"
+                     stopped.empty() ? " (hung, unreachable, or not calling into psdp in caller progress mode)"
                                      : fmt::format(" (stopped by a signal: {})", stopped));
 }
 

@@ -22,6 +22,7 @@
 #include "transport/peer_liveness.h"
 #include "transport/peer_memory.h"
 #include "transport/process_identity.h"
+#include "transport/ucx/tsan_edges.h"
 #include "transport/ucx/ucx_context.h"
 #include "transport/ucx/ucx_endpoint.h"
 #include "transport/ucx/ucx_pending_op.h"
@@ -180,6 +181,9 @@ class UcxTransport final : public Transport {
     bool said_bye = false;
     bool departed = false;
     uint64_t heard = 0;    // notices read from it (probePeers)
+    // It did not answer the last liveness probe (hung, or unreachable): close() does not wait to flush
+    // what is queued for it.
+    bool silent = false;
     bool announce = true;  // log its failure when handled
     Cause cause = Cause::kTransport;
     // Its process exited, or its connection reset, after its exit note said it had learned of a failure
@@ -236,6 +240,7 @@ class UcxTransport final : public Transport {
   void logLanes();
   Status shutdown(bool force, const Deadline& deadline);
   void detachLeftovers();
+  void discardUnexpected(const Deadline& deadline);
   void detach(PendingOp* op, const Status& status);
 
   const int rank_;
@@ -553,6 +558,7 @@ std::vector<SilentPeer> UcxTransport::probePeers(const std::vector<int>& peers, 
     readNotices();
   }
   for (size_t i = 0; i < asked.size(); ++i) {
+    peers_[asked[i]].silent = unanswered(i);
     if (!unanswered(i)) continue;
     const ProcessIdentity& process = processes_[static_cast<size_t>(asked[i])];
     const bool local = ProcessIdentity::self().isOtherLocalProcess(process);
@@ -682,6 +688,7 @@ Status UcxTransport::postSend(int peer, Tag tag, const void* buf, size_t bytes, 
     PendingOp* op = beginOp(peer, tag, bytes, /*is_recv=*/false, completion);
     ucp_request_param_t param = opParam(op);
     param.cb.send = &onSendDone;
+    tsanMessageSent(rank_, peer);
     PSDP_RETURN_IF_ERROR(endPost(op, ucp_tag_send_nbx(peers_[peer].ep.get(), buf, bytes, wireTag(rank_, tag), &param)));
   }
   loop_->wakeSleeper();
@@ -718,6 +725,7 @@ void UcxTransport::complete(PendingOp* op, ucs_status_t status, size_t length) {
     completion->done.store(true, std::memory_order_release);
     return;
   }
+  if (op->is_recv && status == UCS_OK) tsanMessageReceived(op->peer, rank_);
   completion->status = opStatus(*op, status, length);
   completion->done.store(true, std::memory_order_release);
   events_.fetch_add(1, std::memory_order_seq_cst);
@@ -1127,6 +1135,11 @@ Status UcxTransport::shutdown(bool force, const Deadline& deadline) {
     std::lock_guard lock(stop_threads_mutex_);
     progress_thread_.reset();
   }
+  // Lets wireup messages UCX still holds go out first (under caller progress nothing may have progressed
+  // the worker for a while): UCX 1.13 asserts when it purges a pending wireup reply from a TCP endpoint
+  // (openucx/ucx#8175 removed the assertion).
+  for (int i = 0; i < kDrainPolls && ucp_worker_progress(worker_.get()) > 0; ++i) {
+  }
   cancelNoticeRecvs();
   Status result;
   if (loop_->outstanding() > 0) {
@@ -1136,22 +1149,43 @@ Status UcxTransport::shutdown(bool force, const Deadline& deadline) {
   for (int r = 0; r < nranks_; ++r) {
     Peer& peer = peers_[r];
     bool failed = peer.failed.load(std::memory_order_acquire);
-    Status status = peer.ep.close(force || failed, deadline);
+    Status status = peer.ep.close(force || failed || peer.silent, deadline);
     // A peer that closed first may reset the connection under our flush: nothing is lost that the peer
     // still wanted, since every operation has completed.
-    if (status.code() == PSDP_ERR_REMOTE || failed) {
+    if (status.code() == PSDP_ERR_REMOTE || failed || peer.silent) {
       log_->debug("endpoint to peer {} closed: {}", r, status.toString());
     } else if (!status.isOk()) {
       log_->warn("endpoint to peer {} closed: {}", r, status.toString());
       if (result.isOk()) result = status;
     }
   }
+  discardUnexpected(deadline);
   detachLeftovers();
   state_ = State::kClosed;
   worker_.reset();
   loop_.reset();
   context_.reset();
   return result;
+}
+
+// Messages that arrived after the notice receives were canceled (the peers' "bye" among them) wait in UCX's
+// unexpected queue, and UCX warns of each one left there when the worker goes. With every endpoint closed
+// no more arrive: receive them into scratch space (a larger one is truncated, which discards it too).
+void UcxTransport::discardUnexpected(const Deadline& deadline) {
+  std::array<char, kNoticeBytes> scratch;
+  ucp_tag_recv_info_t info;
+  while (ucp_worker_progress(worker_.get()) > 0 && !deadline.expired()) {
+  }
+  while (ucp_tag_message_h message = ucp_tag_probe_nb(worker_.get(), 0, 0, /*remove=*/1, &info)) {
+    ucp_request_param_t param{};
+    void* request = ucp_tag_msg_recv_nbx(worker_.get(), scratch.data(), scratch.size(), message, &param);
+    if (!UCS_PTR_IS_PTR(request)) continue;
+    while (ucp_request_check_status(request) == UCS_INPROGRESS && !deadline.expired()) {
+      ucp_worker_progress(worker_.get());
+    }
+    if (ucp_request_check_status(request) == UCS_INPROGRESS) ucp_request_cancel(worker_.get(), request);
+    ucp_request_free(request);
+  }
 }
 
 // Operations UCX still holds after every endpoint is closed (a rendezvous in flight): complete them now
