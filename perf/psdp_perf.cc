@@ -196,10 +196,20 @@ Measurement measure(const Options& o, const Call& c, const Lineup& lineup, const
                     size_t slice, bool in_place) {
   Placement p = placementFor(c, g, b, in_place);
   std::vector<psdp_request_h> requests(static_cast<size_t>(o.agg * requestsPerCall(c.coll)));
-  for (int i = 0; i < o.warmup; ++i) PERF_CHECK(c.comm, runIteration(o, c, g, p, slice, requests));
+  auto iterate = [&] {
+    psdp_status_t st = runIteration(o, c, g, p, slice, requests);
+    if (st == PSDP_SUCCESS) return;
+    char what[160];
+    std::snprintf(what, sizeof(what), "%s of %zu %s elements (%s, %s)", psdp::perf::collectiveName(c.coll), g.total,
+                  psdp::perf::dtypeName(c.dtype),
+                  psdp::perf::reduces(c.coll) ? psdp::perf::reductionName(c.reduction) : "no reduction",
+                  in_place ? "in place" : "out of place");
+    fail(c.comm, what, st);
+  };
+  for (int i = 0; i < o.warmup; ++i) iterate();
   lineup();
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.iters; ++i) PERF_CHECK(c.comm, runIteration(o, c, g, p, slice, requests));
+  for (int i = 0; i < o.iters; ++i) iterate();
   auto t1 = std::chrono::steady_clock::now();
   float my_us = static_cast<float>(std::chrono::duration<double, std::micro>(t1 - t0).count() / o.iters / o.agg);
   std::vector<float> all_us(static_cast<size_t>(c.nranks));

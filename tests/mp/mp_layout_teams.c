@@ -6,7 +6,9 @@
  * the world size is even, so that the layout is not the identity and a recipe that ignored it would fail.
  * bfloat16 weights with float32 gradients; gradients are small integers, so every sum is exact and checked
  * element by element. Bad arguments of psdp_comm_split_layout are refused on every rank. Run under psdp-run
- * for every G that divides the world size. */
+ * for every G that divides the world size. With --real-hosts H the ranks run on H real hosts, rank r on host
+ * r % H (tests/mp/multi_host_netns.sh), report nothing, and each checks that its shard group of size W / H is
+ * the ranks of its own host. */
 #include <psdp/psdp.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,6 +35,7 @@ struct job {
   psdp_comm_h shard_comm, replica_comm;
   int position;
   int by_hand;               /* --by-hand: the two psdp_comm_split calls instead of psdp_comm_split_layout */
+  int real_hosts;            /* --real-hosts H: H hosts, rank r on host r % H; 0 when hosts are reported */
   float* optimizer_state[2]; /* registered: freed only after psdp_state_deregister */
 };
 
@@ -71,6 +74,12 @@ static int set_up(struct job* job, uint16_t* weights, float* grads, psdp_state_h
   while (job->position < job->nranks && job->layout[job->position] != job->me) ++job->position;
   CHECK(job->position < job->nranks);
   if (job->position == job->nranks) return 0;
+  if (job->real_hosts > 0 && job->group == job->nranks / job->real_hosts) {
+    /* Host-local shard groups: every member on this rank's host. */
+    for (i = 0; i < job->group; ++i) {
+      CHECK(job->layout[(job->position / job->group) * job->group + i] % job->real_hosts == job->me % job->real_hosts);
+    }
+  }
   if (job->by_hand) {
     CHECK(psdp_comm_split(job->comm, job->position / job->group, job->position % job->group, NULL, &job->shard_comm) ==
           PSDP_SUCCESS);
@@ -167,9 +176,10 @@ int main(int argc, char** argv) {
   size_t chunks = 0, c, i;
   memset(&job, 0, sizeof(job));
   job.by_hand = argc > 1 && strcmp(argv[1], "--by-hand") == 0;
+  if (argc > 2 && strcmp(argv[1], "--real-hosts") == 0) job.real_hosts = atoi(argv[2]);
   snprintf(host, sizeof(host), "h%d", rank % 2);
   const char* world_text = getenv("PSDP_WORLD_SIZE");
-  if (world_text != NULL && atoi(world_text) % 2 == 0) config.host_id = host;
+  if (job.real_hosts == 0 && world_text != NULL && atoi(world_text) % 2 == 0) config.host_id = host;
   if (psdp_comm_init_from_env(&config, &job.comm) != PSDP_SUCCESS) {
     fprintf(stderr, "init: %s\n", psdp_get_last_error(NULL));
     return 1;
