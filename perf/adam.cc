@@ -3,14 +3,19 @@
 #include <bit>
 #include <cmath>
 
+// One plain loop the compiler vectorises for each target (sqrt without errno: -fno-math-errno is set for this
+// file); target_clones picks the widest the CPU has when the program loads. Not under ThreadSanitizer: it
+// instruments the clones' resolvers, which the loader runs before TSan's runtime is up, so they crash.
+#if defined(__SANITIZE_THREAD__)
+#define PSDP_PERF_TARGET_CLONES
+#else
+#define PSDP_PERF_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+
 namespace psdp::perf {
 
-// One plain loop the compiler vectorises for each target (sqrt without errno: -fno-math-errno is set for this
-// file); target_clones picks the widest the CPU has when the program loads.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void adamUpdate(float* __restrict p,
-                                                                             const float* __restrict g,
-                                                                             float* __restrict m, float* __restrict v,
-                                                                             size_t n, const AdamParams& a) {
+PSDP_PERF_TARGET_CLONES void adamUpdate(float* __restrict p, const float* __restrict g, float* __restrict m,
+                                        float* __restrict v, size_t n, const AdamParams& a) {
   const float b1 = a.beta1, b2 = a.beta2, eps = a.eps;
   const float c1 = 1.0f - b1, c2 = 1.0f - b2;
   const float step_size = a.lr / (1.0f - std::pow(b1, static_cast<float>(a.step)));
@@ -25,14 +30,11 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void adamUpdate(flo
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void sgdUpdate(float* __restrict p,
-                                                                            const float* __restrict g, size_t n,
-                                                                            float lr) {
+PSDP_PERF_TARGET_CLONES void sgdUpdate(float* __restrict p, const float* __restrict g, size_t n, float lr) {
   for (size_t i = 0; i < n; ++i) p[i] -= lr * g[i];
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void roundToBf16(uint16_t* __restrict dst,
-                                                                              const float* __restrict src, size_t n) {
+PSDP_PERF_TARGET_CLONES void roundToBf16(uint16_t* __restrict dst, const float* __restrict src, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const uint32_t bits = std::bit_cast<uint32_t>(src[i]);
     dst[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds psdp and runs the whole test suite, tier by tier, then the Python bindings' tests, printing how long
 # each stage took; then fuzzes every parser of untrusted bytes; then rebuilds with AddressSanitizer and
-# UndefinedBehaviorSanitizer and runs the unit and multi-rank tiers again.
+# UndefinedBehaviorSanitizer and runs the unit and multi-rank tiers again; then runs the tests of the
+# multi-threaded parts (the tsan label) under ThreadSanitizer.
 #   scripts/test.sh            everything
 #   PSDP_SKIP_SANITIZERS=1 scripts/test.sh   skip the sanitizer stage
 set -euo pipefail
@@ -44,5 +45,12 @@ if [[ -z "${PSDP_SKIP_SANITIZERS:-}" ]]; then
   for tier in unit mp; do
     stage "asan+ubsan test $tier" run_tier build-asan "$tier"
   done
+  # Only what the tsan label runs is built. UCX is not instrumented; UCX_MEM_EVENTS=no keeps its memory
+  # hooks (libucm patches mmap and madvise in libc) out of the thread start and exit paths, where they run
+  # before TSan's per-thread state exists and crash it. Any report fails the test.
+  stage "build tsan" env PSDP_BUILD_TARGET=psdp_tsan_tests scripts/setup.sh build-tsan -DPSDP_SANITIZE=thread \
+    -DPSDP_BUILD_BENCHMARKS=OFF -DPSDP_WITH_CUDA=OFF
+  export TSAN_OPTIONS=halt_on_error=1:exitcode=66 UCX_MEM_EVENTS=no
+  stage "tsan test" run_tier build-tsan tsan
 fi
 echo "=== all stages passed in $((SECONDS - total_start)) s"
