@@ -3,8 +3,11 @@
 // from #0 to #1, so that #1's disagreement is found while #0 may still run on a slower rank. Every rank
 // must return success from #0 and PSDP_ERR_MISMATCH from #1, every time, whatever the timing; with
 // --destroy-at-once the last rank destroys its communicator as soon as #1 fails, and the others must still
-// get the mismatch, not the echo of its teardown.
-//   mp_mismatch_loop ITERATIONS [--destroy-at-once] [--count=N]   (N: elements of #0, 4096 by default)
+// get the mismatch, not the echo of its teardown. With --own-context each communicator has a transport of
+// its own (split_share = 0), so that destroying it closes its UCX endpoints and shared memory, as
+// destroying a world communicator does.
+//   mp_mismatch_loop ITERATIONS [--destroy-at-once] [--own-context] [--count=N]   (N: elements of #0, 4096
+//   by default)
 #include <psdp/psdp.h>
 
 #include <cstdio>
@@ -43,13 +46,16 @@ int main(int argc, char** argv) {
   if (parent == nullptr) return 1;
   const int iterations = argc > 1 ? std::atoi(argv[1]) : 0;
   bool destroy_at_once = false;
+  psdp_config_t config = PSDP_CONFIG_INITIALIZER;
   size_t count = 4096;
   for (int i = 2; i < argc; ++i) {
     if (std::strcmp(argv[i], "--destroy-at-once") == 0) destroy_at_once = true;
+    if (std::strcmp(argv[i], "--own-context") == 0) config.split_share = 0;
     if (std::strncmp(argv[i], "--count=", 8) == 0) count = std::strtoull(argv[i] + 8, nullptr, 10);
   }
   if (iterations <= 0 || count < 8) {
-    std::fprintf(stderr, "usage: mp_mismatch_loop ITERATIONS [--destroy-at-once] [--count=N >= 8]\n");
+    std::fprintf(stderr,
+                 "usage: mp_mismatch_loop ITERATIONS [--destroy-at-once] [--own-context] [--count=N >= 8]\n");
     return 2;
   }
   const bool odd = rank == nranks - 1;
@@ -58,7 +64,7 @@ int main(int argc, char** argv) {
   std::string first_example, second_example;
   for (int i = 0; i < iterations; ++i) {
     psdp_comm_h child = nullptr;
-    psdp_status_t s = psdp_comm_split(parent, 0, rank, nullptr, &child);
+    psdp_status_t s = psdp_comm_split(parent, 0, rank, &config, &child);
     report.check(s == PSDP_SUCCESS, "split: " + why(parent, s));
     if (s != PSDP_SUCCESS) break;
     s = psdp_all_reduce(send.data(), recv.data(), count, PSDP_INT32, PSDP_SUM, child, nullptr, nullptr);
