@@ -166,6 +166,16 @@ bool parseOption(int opt, const char* arg, Options* o, std::string* error) {
       if (!arg || !*arg) return bad("-J: expected a file name");
       o->json_path = arg;
       return true;
+    case kMinBusbwOption: {
+      char* end = nullptr;
+      errno = 0;
+      const double value = arg ? std::strtod(arg, &end) : 0;
+      if (!arg || end == arg || *end != '\0' || errno != 0 || !(value > 0) || value > 1e6) {
+        return bad("--min_busbw: expected a bandwidth in GB/s above 0");
+      }
+      o->min_busbw = value;
+      return true;
+    }
     case 'h': o->help = true; return true;
     default: *error = "unknown option"; return false;
   }
@@ -269,8 +279,11 @@ const char* usage() {
          "                        private memory (default)\n"
          "  -g, -t 1              accepted for nccl-tests command lines; psdp-perf is one rank per process\n"
          "  -J, --output_file F   also write the results as JSON to F\n"
+         "  --min_busbw X         a regression gate: exit 4 if any size's busbw (out-of-place or in-place,\n"
+         "                        GB/s, the slowest rank's) is below X; the rows below it are listed\n"
          "exit status: 0 ok, 1 wrong results or a failed call, 2 bad command line,\n"
-         "             3 a requested dtype/op/collective is unsupported by this build of psdp\n";
+         "             3 a requested dtype/op/collective is unsupported by this build of psdp,\n"
+         "             4 busbw below --min_busbw (results right)\n";
 }
 
 bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
@@ -291,6 +304,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
                                  {"ngpus", required_argument, nullptr, 'g'},
                                  {"nthreads", required_argument, nullptr, 't'},
                                  {"output_file", required_argument, nullptr, 'J'},
+                                 {"min_busbw", required_argument, nullptr, kMinBusbwOption},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   int first = 1;
@@ -396,6 +410,21 @@ long long Report::wrong() const {
   return wrong;
 }
 
+std::vector<std::string> Report::belowGate() const {
+  std::vector<std::string> below;
+  if (o_.min_busbw <= 0) return below;
+  for (const Row& r : rows_) {
+    auto check = [&](double busbw, const char* place) {
+      if (busbw < o_.min_busbw) {
+        below.push_back(fmt("%zu B %s %s %s: %.2f GB/s", r.bytes, dtypeName(r.dtype), r.redop, place, busbw));
+      }
+    };
+    check(r.oop_busbw, "out-of-place");
+    if (hasInPlace(o_.collective)) check(r.ip_busbw, "in-place");
+  }
+  return below;
+}
+
 bool Report::footer() {
   long long bad = wrong();
   double busbw_sum = 0;
@@ -403,6 +432,11 @@ bool Report::footer() {
   if (!out_) return true;
   std::fprintf(out_, "# Out of bounds values : %lld %s\n", bad, bad == 0 ? "OK" : "FAILED");
   std::fprintf(out_, "# Avg bus bandwidth    : %g \n", rows_.empty() ? 0.0 : busbw_sum / rows_.size());
+  if (o_.min_busbw > 0) {
+    std::vector<std::string> below = belowGate();
+    std::fprintf(out_, "# Below --min_busbw %g : %zu %s\n", o_.min_busbw, below.size(), below.empty() ? "OK" : "FAILED");
+    for (const std::string& line : below) std::fprintf(out_, "#   %s\n", line.c_str());
+  }
   std::fprintf(out_, "#\n");
   std::fflush(out_);
   return o_.json_path.empty() || writeJson();
@@ -439,6 +473,9 @@ bool Report::writeJson() const {
       collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "true" : "false");
   std::fprintf(f, " \"busbw_factor\": %.6f, \"unsupported\": [", busFactor(o_.collective, nranks_));
   for (size_t i = 0; i < skipped_.size(); ++i) std::fprintf(f, "%s%s", i ? ", " : "", jsonString(skipped_[i]).c_str());
+  std::fprintf(f, "],\n \"min_busbw\": %g, \"below_min_busbw\": [", o_.min_busbw);
+  std::vector<std::string> below = belowGate();
+  for (size_t i = 0; i < below.size(); ++i) std::fprintf(f, "%s%s", i ? ", " : "", jsonString(below[i]).c_str());
   std::fprintf(f, "],\n \"results\": [");
   for (size_t i = 0; i < rows_.size(); ++i) {
     const Row& r = rows_[i];

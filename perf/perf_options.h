@@ -27,6 +27,9 @@ enum class Collective {
 // and dtype with psdp_op_create_premul_sum, so the loop creates it when it runs the combination.
 enum class Reduction { kSum, kProd, kMin, kMax, kAvg, kPremulSum };
 
+// getopt's code of --min_busbw, which has no short form (nccl-tests uses most letters).
+inline constexpr int kMinBusbwOption = 0x100;
+
 struct Options {
   Collective collective = Collective::kAllReduce;
   size_t min_bytes = 32 << 20;
@@ -44,6 +47,7 @@ struct Options {
   std::vector<psdp_dtype_t> dtypes{PSDP_FLOAT32};
   std::vector<Reduction> ops{Reduction::kSum};
   std::string json_path;  // -J
+  double min_busbw = 0;   // --min_busbw: GB/s every row must reach; 0: no gate
   bool help = false;
 };
 
@@ -95,6 +99,9 @@ class Report {
   // Prints the closing lines and writes the JSON file; returns false when the JSON file could not be written.
   bool footer();
   long long wrong() const;
+  // The rows whose out-of-place or in-place busbw is below --min_busbw (none without the gate), as
+  // "<bytes> B <dtype> <op> <place>: <busbw> GB/s"; the footer lists them.
+  std::vector<std::string> belowGate() const;
   int unsupportedCount() const { return static_cast<int>(skipped_.size()); }
   const std::vector<Row>& rows() const { return rows_; }
 

@@ -48,6 +48,8 @@ case $mode in
     expect_usage_error "-o: unknown op" ar -o xor
     expect_usage_error "option -J needs a value" ar -J
     expect_usage_error "unknown option -q" ar -q
+    expect_usage_error "--min_busbw: expected a bandwidth in GB/s above 0" ar --min_busbw 0
+    expect_usage_error "--min_busbw: expected a bandwidth in GB/s above 0" ar --min_busbw 2GB
     expect_usage_error "only 1 is accepted" all_reduce_perf -g 2
     expect_usage_error "unexpected argument 'extra'" ar extra
     expect_usage_error "cannot open /nonexistent.json" step --model /nonexistent.json
@@ -88,6 +90,23 @@ PY
     grep -q "8 in flight" "$tmp/out" || fail "-m 8: the header does not say 8 in flight"
     python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["agg_iters"] == 8, d' "$tmp/m.json" ||
       fail "-m 8: JSON agg_iters"
+    # The regression gate: a bandwidth no run reaches fails every row with exit 4 (results still right), one
+    # every run reaches passes.
+    if [[ $mode == ar ]]; then
+      "$run" -n 2 --timeout 150 -- "$perf" ar -b 64K -e 1M -f 4 -w 1 -n 2 --min_busbw 1000000 -J "$tmp/g.json" \
+        >"$tmp/out" 2>&1
+      rc=$?
+      cat "$tmp/out"
+      [[ $rc -eq 4 ]] || fail "--min_busbw 1000000 exited $rc, expected 4"
+      check_table "$tmp/out"
+      grep -q '# Below --min_busbw 1e+06 : 6 FAILED' "$tmp/out" || fail "--min_busbw 1000000: no '6 FAILED' line"
+      python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert len(d["below_min_busbw"]) == 6, d' \
+        "$tmp/g.json" || fail "--min_busbw: JSON below_min_busbw"
+      "$run" -n 2 --timeout 150 -- "$perf" ar -b 64K -e 1M -f 4 -w 1 -n 2 --min_busbw 0.000001 >"$tmp/out" 2>&1
+      rc=$?
+      [[ $rc -eq 0 ]] || fail "--min_busbw 0.000001 exited $rc, expected 0"
+      grep -q '# Below --min_busbw 1e-06 : 0 OK' "$tmp/out" || fail "--min_busbw 0.000001: no '0 OK' line"
+    fi
     ;;
   all)
     # Exit 0: everything ran and verified. Exit 3: some combination is unsupported by this build, and each such
