@@ -27,16 +27,15 @@ if [[ ${1:-} == __host ]]; then
   hostname "host$h"
   ip link set lo up
   ip addr add "10.77.0.$((h + 1))/24" dev eth0 && ip link set eth0 up || exit 1
-  pids=() ranks=()
+  secret=$(cat "$dir/secret")
   for ((r = h; r < world; r += hosts)); do
-    env PSDP_RANK=$r PSDP_WORLD_SIZE="$world" PSDP_ROOT_ADDR=10.77.0.1:29500 PSDP_JOB_SECRET="$(cat "$dir/secret")" \
-      PSDP_LOG_LEVEL=info timeout -s KILL "$limit" "$@" > "$dir/rank$r.log" 2>&1 &
-    pids+=($!) ranks+=($r)
+    (
+      env PSDP_RANK=$r PSDP_WORLD_SIZE="$world" PSDP_ROOT_ADDR=10.77.0.1:29500 PSDP_JOB_SECRET="$secret" \
+        PSDP_LOG_LEVEL=info timeout -s KILL "$limit" "$@" > "$dir/rank$r.log" 2>&1
+      echo "$? $(date +%s.%N)" > "$dir/rank$r.rc"
+    ) &
   done
-  for i in "${!pids[@]}"; do
-    wait "${pids[$i]}"
-    echo "$? $(date +%s.%N)" > "$dir/rank${ranks[$i]}.rc"
-  done
+  wait
   exit 0
 fi
 
