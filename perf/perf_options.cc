@@ -434,7 +434,8 @@ bool Report::footer() {
   std::fprintf(out_, "# Avg bus bandwidth    : %g \n", rows_.empty() ? 0.0 : busbw_sum / rows_.size());
   if (o_.min_busbw > 0) {
     std::vector<std::string> below = belowGate();
-    std::fprintf(out_, "# Below --min_busbw %g : %zu %s\n", o_.min_busbw, below.size(), below.empty() ? "OK" : "FAILED");
+    std::fprintf(out_, "# Below --min_busbw %g : %zu %s\n", o_.min_busbw, below.size(),
+                 below.empty() ? "OK" : "FAILED");
     for (const std::string& line : below) std::fprintf(out_, "#   %s\n", line.c_str());
   }
   std::fprintf(out_, "#\n");

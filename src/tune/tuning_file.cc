@@ -27,20 +27,20 @@ bool isOneOf(std::string_view word, const std::array<std::string_view, N>& words
   return std::find(words.begin(), words.end(), word) != words.end();
 }
 
-// Fields seen on one line, so that a key given twice is an error.
-class SeenKeys {
- public:
-  Status add(const Field& field, const LineRef& where) {
-    if (std::find(keys_.begin(), keys_.end(), field.key) != keys_.end()) {
-      return where.error(field.column, fmt::format("{} given twice", field.key));
+// Calls `parse_field` for each field of a rule after its keyword: each must be key=value, and no key may
+// come twice.
+template <typename ParseField>
+Status forEachField(const std::vector<Field>& fields, const LineRef& where, ParseField&& parse_field) {
+  for (size_t i = 1; i < fields.size(); ++i) {
+    const Field& f = fields[i];
+    if (!f.has_value) return where.error(f.column, fmt::format("'{}' is not a key=value field", f.key));
+    for (size_t j = 1; j < i; ++j) {
+      if (fields[j].key == f.key) return where.error(f.column, fmt::format("{} given twice", f.key));
     }
-    keys_.push_back(field.key);
-    return Status::ok();
+    PSDP_RETURN_IF_ERROR(parse_field(f));
   }
-
- private:
-  std::vector<std::string_view> keys_;
-};
+  return Status::ok();
+}
 
 Status parseFlag(const Field& field, const LineRef& where, int& out) {
   PSDP_ASSIGN_OR_RETURN(long long value, parseWhole(field, where, 0, 1));
@@ -65,36 +65,26 @@ Result<CollectiveRule> parseCollectiveRule(const std::vector<Field>& fields, con
   CollectiveRule rule;
   rule.collective = std::string(fields[0].key);
   rule.line = where.line;
-  SeenKeys seen;
-  for (size_t i = 1; i < fields.size(); ++i) {
-    const Field& f = fields[i];
-    if (!f.has_value) return where.error(f.column, fmt::format("'{}' is not a key=value field", f.key));
-    PSDP_RETURN_IF_ERROR(seen.add(f, where));
-    if (f.key == "ranks") {
-      PSDP_RETURN_IF_ERROR(parseRankRange(f, where, rule.min_ranks, rule.max_ranks));
-    } else if (f.key == "bytes") {
-      PSDP_RETURN_IF_ERROR(parseByteRange(f, where, rule.min_bytes, rule.max_bytes));
-    } else if (f.key == "algorithm") {
-      PSDP_RETURN_IF_ERROR(parseWord(f, where, "ring, rhd, direct", isOneOf(f.value, kAlgorithms), rule.algorithm));
-    } else if (f.key == "fallback") {
-      PSDP_RETURN_IF_ERROR(parseWord(f, where, "ring, rhd", isOneOf(f.value, kFallbacks), rule.fallback));
-    } else if (f.key == "cma") {
-      PSDP_RETURN_IF_ERROR(parseFlag(f, where, rule.cma));
-    } else if (f.key == "stream") {
-      PSDP_RETURN_IF_ERROR(parseFlag(f, where, rule.stream));
-    } else if (f.key == "backoff") {
-      PSDP_RETURN_IF_ERROR(parseCount(f, where, 0, rule.backoff));
-    } else if (f.key == "depth") {
-      PSDP_RETURN_IF_ERROR(parseCount(f, where, 1, rule.depth));
-    } else if (f.key == "fragment") {
+  PSDP_RETURN_IF_ERROR(forEachField(fields, where, [&](const Field& f) -> Status {
+    if (f.key == "ranks") return parseRankRange(f, where, rule.min_ranks, rule.max_ranks);
+    if (f.key == "bytes") return parseByteRange(f, where, rule.min_bytes, rule.max_bytes);
+    if (f.key == "algorithm") {
+      return parseWord(f, where, "ring, rhd, direct", isOneOf(f.value, kAlgorithms), rule.algorithm);
+    }
+    if (f.key == "fallback") return parseWord(f, where, "ring, rhd", isOneOf(f.value, kFallbacks), rule.fallback);
+    if (f.key == "cma") return parseFlag(f, where, rule.cma);
+    if (f.key == "stream") return parseFlag(f, where, rule.stream);
+    if (f.key == "backoff") return parseCount(f, where, 0, rule.backoff);
+    if (f.key == "depth") return parseCount(f, where, 1, rule.depth);
+    if (f.key == "fragment") {
       PSDP_ASSIGN_OR_RETURN(rule.fragment_bytes, parseByteCount(f, where));
       if (rule.fragment_bytes == 0) return where.error(f.value_column, "fragment: must be at least 1 byte");
-    } else {
-      return where.error(f.column, fmt::format("'{}' is not a field of a collective rule (ranks, bytes, algorithm, "
-                                               "fallback, cma, stream, backoff, fragment, depth)",
-                                               f.key));
+      return Status::ok();
     }
-  }
+    return where.error(f.column, fmt::format("'{}' is not a field of a collective rule (ranks, bytes, algorithm, "
+                                             "fallback, cma, stream, backoff, fragment, depth)",
+                                             f.key));
+  }));
   if (rule.algorithm.empty()) return where.error(line_end, "the rule lacks algorithm= (ring, rhd or direct)");
   return rule;
 }
@@ -102,24 +92,14 @@ Result<CollectiveRule> parseCollectiveRule(const std::vector<Field>& fields, con
 Result<EngineRule> parseEngineRule(const std::vector<Field>& fields, const LineRef& where, int line_end) {
   EngineRule rule;
   rule.line = where.line;
-  SeenKeys seen;
-  for (size_t i = 1; i < fields.size(); ++i) {
-    const Field& f = fields[i];
-    if (!f.has_value) return where.error(f.column, fmt::format("'{}' is not a key=value field", f.key));
-    PSDP_RETURN_IF_ERROR(seen.add(f, where));
-    if (f.key == "ranks") {
-      PSDP_RETURN_IF_ERROR(parseRankRange(f, where, rule.min_ranks, rule.max_ranks));
-    } else if (f.key == "chunk-bytes") {
-      PSDP_RETURN_IF_ERROR(parseByteRange(f, where, rule.min_chunk_bytes, rule.max_chunk_bytes));
-    } else if (f.key == "window") {
-      PSDP_RETURN_IF_ERROR(parseCount(f, where, 1, rule.window));
-    } else if (f.key == "grouping") {
-      PSDP_RETURN_IF_ERROR(parseCount(f, where, 1, rule.grouping));
-    } else {
-      return where.error(
-          f.column, fmt::format("'{}' is not a field of an engine rule (ranks, chunk-bytes, window, grouping)", f.key));
-    }
-  }
+  PSDP_RETURN_IF_ERROR(forEachField(fields, where, [&](const Field& f) -> Status {
+    if (f.key == "ranks") return parseRankRange(f, where, rule.min_ranks, rule.max_ranks);
+    if (f.key == "chunk-bytes") return parseByteRange(f, where, rule.min_chunk_bytes, rule.max_chunk_bytes);
+    if (f.key == "window") return parseCount(f, where, 1, rule.window);
+    if (f.key == "grouping") return parseCount(f, where, 1, rule.grouping);
+    return where.error(
+        f.column, fmt::format("'{}' is not a field of an engine rule (ranks, chunk-bytes, window, grouping)", f.key));
+  }));
   if (rule.window == 0 && rule.grouping == 0)
     return where.error(line_end, "the rule sets neither window= nor grouping=");
   return rule;

@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--count=", 8) == 0) count = std::strtoull(argv[i] + 8, nullptr, 10);
   }
   if (iterations <= 0 || count < 8) {
-    std::fprintf(stderr,
-                 "usage: mp_mismatch_loop ITERATIONS [--destroy-at-once] [--own-context] [--count=N >= 8]\n");
+    std::fprintf(stderr, "usage: mp_mismatch_loop ITERATIONS [--destroy-at-once] [--own-context] [--count=N >= 8]\n");
     return 2;
   }
   const bool odd = rank == nranks - 1;

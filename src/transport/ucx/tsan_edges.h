@@ -21,8 +21,12 @@ inline void* channel(int from, int to) {
   return &channels[(static_cast<size_t>(from) * 131 + static_cast<size_t>(to)) % channels.size()];
 }
 }  // namespace tsan_detail
-inline void tsanMessageSent(int from, int to) { __tsan_release(tsan_detail::channel(from, to)); }
-inline void tsanMessageReceived(int from, int to) { __tsan_acquire(tsan_detail::channel(from, to)); }
+inline void tsanMessageSent(int from, int to) {
+  __tsan_release(tsan_detail::channel(from, to));
+}
+inline void tsanMessageReceived(int from, int to) {
+  __tsan_acquire(tsan_detail::channel(from, to));
+}
 #else
 inline void tsanMessageSent(int, int) {}
 inline void tsanMessageReceived(int, int) {}

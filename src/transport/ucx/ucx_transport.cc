@@ -180,7 +180,7 @@ class UcxTransport final : public Transport {
     // GUARDED_BY(the worker lock): the peer closed normally; then it exited with nothing left to do here.
     bool said_bye = false;
     bool departed = false;
-    uint64_t heard = 0;    // notices read from it (probePeers)
+    uint64_t heard = 0;  // notices read from it (probePeers)
     // It did not answer the last liveness probe (hung, or unreachable): close() does not wait to flush
     // what is queued for it.
     bool silent = false;
