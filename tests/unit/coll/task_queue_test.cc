@@ -217,6 +217,53 @@ TEST_P(TaskQueueTest, ManyWaitersShareTheDrive) {
   });
 }
 
+// The drive passes from a waiter that leaves to one that stays, whatever the order: on rank 0, thread A
+// waits for all-reduce #0 and thread B for #1; rank 1 posts #1 only after A has returned from its wait and
+// gone (it never calls into psdp again), so #1 completes on rank 0 only if the drive reached B after A left
+// (with the background thread: A's and B's waits first keep it aside, then B or the thread drives).
+// 20 rounds, each with a fresh pair of requests. A waiter that is not woken still looks again every 2 ms
+// (kHandOverSeconds), so this proves that the waiter left behind drives to completion, not how promptly.
+TEST_P(TaskQueueTest, TheDrivePassesToTheWaiterLeft) {
+  const bool background = GetParam();
+  auto world = UcxWorld::create(2, background ? PSDP_PROGRESS_THREAD : PSDP_PROGRESS_CALLER);
+  ASSERT_TRUE(world.isOk()) << world.status().toString();
+  constexpr int kRounds = 20;
+  std::atomic<int> a_left{0}, b_waiting{0};
+  world.value()->runRanks([&](int rank) {
+    RankEngine r = makeRank(*world.value(), rank, background, 60);
+    for (int round = 0; round < kRounds; ++round) {
+      std::vector<int32_t> x(4096, rank + 1), y(65536, rank + 1);
+      if (rank == 0) {
+        auto first = post(r, r.coll->postAllReduce(x.data(), x.data(), x.size(), PSDP_INT32, PSDP_SUM));
+        auto second = post(r, r.coll->postAllReduce(y.data(), y.data(), y.size(), PSDP_INT32, PSDP_SUM));
+        std::thread a([&] {
+          EXPECT_EQ(r.engine->wait(*first, Deadline::after(30)), WaitResult::kDone) << "round " << round;
+          a_left.store(round + 1);
+        });
+        std::thread b([&] {
+          b_waiting.store(round + 1);
+          EXPECT_EQ(r.engine->wait(*second, Deadline::after(30)), WaitResult::kDone)
+              << "round " << round << ": the waiter left behind never got the drive";
+        });
+        a.join();
+        b.join();
+        ASSERT_TRUE(first->status().isOk() && second->status().isOk()) << second->status().toString();
+        for (int32_t v : x) ASSERT_EQ(v, 3);
+        for (int32_t v : y) ASSERT_EQ(v, 3);
+      } else {
+        // #0 once rank 0's B waits too (so that A and B overlap), #1 once A is gone.
+        while (b_waiting.load() != round + 1) std::this_thread::yield();
+        auto first = post(r, r.coll->postAllReduce(x.data(), x.data(), x.size(), PSDP_INT32, PSDP_SUM));
+        ASSERT_EQ(r.engine->wait(*first, Deadline::after(30)), WaitResult::kDone);
+        while (a_left.load() != round + 1) std::this_thread::yield();
+        auto second = post(r, r.coll->postAllReduce(y.data(), y.data(), y.size(), PSDP_INT32, PSDP_SUM));
+        ASSERT_EQ(r.engine->wait(*second, Deadline::after(30)), WaitResult::kDone);
+        ASSERT_TRUE(first->status().isOk() && second->status().isOk()) << second->status().toString();
+      }
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Progress, TaskQueueTest, ::testing::Bool(), [](const ::testing::TestParamInfo<bool>& info) {
   return info.param ? std::string("Thread") : std::string("Caller");
 });
