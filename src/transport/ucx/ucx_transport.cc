@@ -1176,7 +1176,9 @@ void UcxTransport::discardUnexpected(const Deadline& deadline) {
   ucp_tag_recv_info_t info;
   while (ucp_worker_progress(worker_.get()) > 0 && !deadline.expired()) {
   }
-  while (ucp_tag_message_h message = ucp_tag_probe_nb(worker_.get(), 0, 0, /*remove=*/1, &info)) {
+  while (!deadline.expired()) {
+    ucp_tag_message_h message = ucp_tag_probe_nb(worker_.get(), 0, 0, /*remove=*/1, &info);
+    if (message == nullptr) break;
     ucp_request_param_t param{};
     void* request = ucp_tag_msg_recv_nbx(worker_.get(), scratch.data(), scratch.size(), message, &param);
     if (!UCS_PTR_IS_PTR(request)) continue;
