@@ -3,7 +3,7 @@
 # --cut, unless every rank fails within PSDP_TIMEOUT + 5 s of a link cut in the middle of the run).
 #   multi_host_netns.sh [--cut REGEX] H W LIMIT_S PROGRAM [ARGS...]
 # Each host is a network, IPC, UTS, PID and mount namespace of its own (unshare --net --ipc --uts --pid
-# --fork --mount-proc) with its own hostname and /proc: UCX then finds no shared memory or CMA between
+# --fork --mount) with its own hostname and /proc: UCX then finds no shared memory or CMA between
 # hosts (it compares the boot id, the IPC namespace and pids), the shard mapper tells the hosts apart by
 # hostname, and ranks on different hosts talk over TCP. The hosts hang off one bridge through veth pairs,
 # all of it inside a network namespace of this test's own, so no traffic leaves it. Rank r runs on host
@@ -21,6 +21,9 @@ if [[ ${1:-} == __host ]]; then
   shift
   dir=$1 h=$2 hosts=$3 world=$4 limit=$5
   shift 5
+  # A /proc of this pid namespace, mounted over a private copy of the outer one: unshare --mount-proc would
+  # first make / private, which fails where / is not a mount point (a chroot).
+  mount --make-private /proc && mount -t proc proc /proc || { echo "host $h: cannot mount its /proc"; exit 1; }
   exec 3<>"$dir/go$h"
   echo ready > "$dir/ready$h"
   read -r -t 30 -u 3 _ || { echo "host $h: no link within 30 s"; exit 1; }
@@ -62,8 +65,8 @@ if [[ ${1:-} == __switch ]]; then
   for ((h = 0; h < hosts; ++h)); do
     mkfifo "$dir/go$h" "$dir/ready$h"
     exec {ready}<>"$dir/ready$h"
-    unshare --net --ipc --uts --pid --fork --mount-proc --kill-child -- "$here" __host "$dir" $h "$hosts" \
-      "$world" "$limit" "$@" > "$dir/host$h.log" 2>&1 &
+    unshare --net --ipc --uts --pid --fork --mount --propagation unchanged --kill-child -- "$here" __host "$dir" $h \
+      "$hosts" "$world" "$limit" "$@" > "$dir/host$h.log" 2>&1 &
     host_pids+=($!)
     # The host's unshare has entered its network namespace once the host has said it is ready.
     read -r -t 30 -u $ready _ || { echo "host $h did not start"; cat "$dir/host$h.log"; exit 1; }
@@ -134,6 +137,7 @@ fi
 
 [[ $(id -u) -eq 0 ]] || skip "not root: network namespaces, veth pairs and bridges"
 command -v ip > /dev/null || skip "iproute2 (ip) is not installed"
-unshare --net --ipc --uts --pid --fork --mount-proc true 2>/dev/null ||
-  skip "unshare --net --ipc --uts --pid --fork --mount-proc fails here: namespaces"
+unshare --net --ipc --uts --pid --fork --mount --propagation unchanged sh -c \
+  'mount --make-private /proc && mount -t proc proc /proc' 2>/dev/null ||
+  skip "unshare --net --ipc --uts --pid --fork --mount, and a /proc mounted inside, fail here: namespaces"
 exec unshare --net -- "$here" __switch "$@"
