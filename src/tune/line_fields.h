@@ -32,8 +32,9 @@ Result<std::vector<Field>> splitFields(std::string_view line, const LineRef& whe
 
 // Parsers of one value, each naming the field and pointing at its value on error.
 Result<size_t> parseByteCount(const Field& field, const LineRef& where);  // "4096", "512K", "1M", "2G"
+// Digits only (no sign), within [min, max].
 Result<long long> parseWhole(const Field& field, const LineRef& where, long long min, long long max);
-// "<a>-<b>" inclusive, "<a>", or "*" (min_any-max_any); within [min, max].
+// "<a>-<b>" inclusive, "<a>" alone, "<a>-inf" (or "<a>-"), or "*" (every count); counts from 1.
 Status parseRankRange(const Field& field, const LineRef& where, int& lo, int& hi);
 // "<lo>-<hi>" from lo up to but not including hi; "inf" or nothing for hi: no bound (SIZE_MAX); "*": all.
 Status parseByteRange(const Field& field, const LineRef& where, size_t& lo, size_t& hi);
