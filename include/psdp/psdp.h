@@ -190,12 +190,15 @@ typedef struct psdp_config {
                                 (kind, count, dtype, op, root) across ranks; unset: PSDP_CHECK_UNSET */
   const char* algorithms;    /* PSDP_ALGORITHMS: rules choosing each call's algorithm by collective, size and
                                 rank count, ahead of the built-in ones (README, "Algorithms"); unset: NULL */
+  const char* tuning_file;   /* PSDP_TUNING_FILE: a file of measured rules per interconnect, applied between
+                                PSDP_ALGORITHM's and the built-in ones (README, "Tuning"); "none": no file;
+                                unset: NULL (the search path) */
 } psdp_config_t;
 
-#define PSDP_CONFIG_INITIALIZER                                                                             \
-  {                                                                                                         \
-    sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL, \
-        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1, PSDP_CHECK_UNSET, NULL      \
+#define PSDP_CONFIG_INITIALIZER                                                                              \
+  {                                                                                                          \
+    sizeof(psdp_config_t), PSDP_CONFIG_MAGIC, PSDP_VERSION_CODE, -1.0, 0, PSDP_LOG_UNSET, NULL, NULL, NULL,  \
+        PSDP_PROGRESS_UNSET, PSDP_ALGORITHM_UNSET, -1, NULL, NULL, NULL, 0, -1, PSDP_CHECK_UNSET, NULL, NULL \
   }
 
 #define PSDP_PARAM_VALUE_BYTES 256
@@ -220,12 +223,25 @@ PSDP_API int psdp_param_count(void);
 PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, psdp_param_info_t* info_p);
 
 /* The algorithm table a communicator made with `config` (NULL: nothing set by the caller) and the current
- * environment would use: one rule per line, first match wins, in PSDP_ALGORITHMS syntax followed by
+ * environment would use where no tuning file applies: a comment line on the tuning file (see
+ * psdp_algorithm_table_for), then one rule per line, first match wins, in PSDP_ALGORITHMS syntax followed by
  * "# <origin>" (PSDP_ALGORITHMS, PSDP_ALGORITHM or built-in). Writes at most *len bytes of it, NUL included,
  * to buf (buf may be NULL when *len is 0) and sets *len to the bytes the whole text needs. Errors: invalid
  * argument for a NULL len, a malformed config or a rule that does not parse (the message names it);
  * truncated output is not an error: compare *len with what you passed. Thread-safe. */
 PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len);
+
+/* The same table where a tuning file applies (PSDP_TUNING_FILE, README "Tuning"): a communicator adds the
+ * rules of the file's section that covers its interconnect, between PSDP_ALGORITHM's and the built-in ones
+ * (origin "tuning file line <n>").
+ * `signature` describes an interconnect as a communicator's info line writes it, e.g.
+ * "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2"; NULL or "": none, and the table has no tuned
+ * rules. The first line is a comment: no tuning file; the file and the section that covers `signature`
+ * (or why none does); or, without a signature, the file's sections. psdp_algorithm_table's text is this
+ * one's for a NULL signature. Errors: as psdp_algorithm_table's; invalid argument naming the line and column
+ * of a malformed tuning file or signature; a system error for a tuning file that cannot be read. */
+PSDP_API psdp_status_t psdp_algorithm_table_for(const psdp_config_t* config, const char* signature, char* buf,
+                                                size_t* len);
 
 /* The collective providers of this build, one per line: name, the memory kinds it serves, how its operations
  * progress, and what it runs. A collective's buffers pick the provider (host memory: PSDP_HOST_COLLECTIVES).
@@ -1041,15 +1057,16 @@ typedef struct psdp_step_config {
   size_t size;                /* sizeof(psdp_step_config_t) as the caller compiled it */
   unsigned int magic;         /* PSDP_STEP_CONFIG_MAGIC */
   unsigned int version;       /* PSDP_VERSION_CODE the caller compiled against */
-  size_t reduce_window;       /* transfers (chunks, unless grouped) in their reductions at once; 0: 2 */
-  size_t gather_window;       /* transfers in their gathers at once; 0: 2 */
+  size_t reduce_window;       /* transfers (chunks, unless grouped) in their reductions at once; 0: the
+                                 tuning file's engine rule (README, "Tuning"), else 2 */
+  size_t gather_window;       /* transfers in their gathers at once; 0: as reduce_window */
   int reduce_order;           /* a psdp_step_order_t; default backward */
   int gather_order;           /* a psdp_step_order_t; default forward */
   psdp_op_t op;               /* PSDP_SUM (default) or PSDP_AVG */
   int unused_grads;           /* a psdp_unused_grads_t */
   int mode;                   /* a psdp_step_mode_t; default pipelined */
   size_t chunks_per_transfer; /* pipelined: consecutive chunks of a space whose collectives run together
-                                 (small chunks grouped); 0: 1 */
+                                 (small chunks grouped); 0: the tuning file's engine rule, else 1 */
   void* stream;               /* reserved for steps on CUDA memory: NULL */
   int grad_norm;              /* a psdp_grad_norm_policy_t; default none */
   int partial_sums;           /* a psdp_partial_sums_t; default: float32 with a gradient shard */

@@ -6,8 +6,8 @@
 #include "api/guard.h"
 #include "base/config.h"
 #include "base/environment.h"
-#include "coll/algorithm_table.h"
 #include "coll/provider.h"
+#include "core/tuning.h"
 
 using psdp::Config;
 using psdp::Result;
@@ -57,19 +57,21 @@ PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, ps
   });
 }
 
-PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len) {
+PSDP_API psdp_status_t psdp_algorithm_table_for(const psdp_config_t* config, const char* signature, char* buf,
+                                                size_t* len) {
   return psdp::api::guarded(nullptr, [&] {
     if (len == nullptr) return Status::invalidArgument("len is NULL");
     if (buf == nullptr && *len != 0) return Status::invalidArgument("buf is NULL but *len is {}", *len);
-    PSDP_ASSIGN_OR_RETURN(Config resolved, Config::resolve(config, psdp::ProcessEnvironment::instance()));
-    Result<psdp::coll::AlgorithmTable> table =
-        psdp::coll::AlgorithmTable::make(resolved.algorithm, resolved.algorithms);
-    if (!table.isOk()) return table.status().withContext("PSDP_ALGORITHMS");
-    Result<const psdp::coll::CollectiveProvider*> provider =
-        psdp::coll::findCollectiveProvider(PSDP_MEMORY_HOST, resolved.host_collectives);
-    if (!provider.isOk()) return provider.status().withContext("PSDP_HOST_COLLECTIVES");
-    return copyText(provider.value()->algorithms(table.value()).format(), buf, len);
+    const psdp::Environment& env = psdp::ProcessEnvironment::instance();
+    PSDP_ASSIGN_OR_RETURN(Config resolved, Config::resolve(config, env));
+    PSDP_ASSIGN_OR_RETURN(std::string text,
+                          psdp::core::formatAlgorithmTable(resolved, env, signature ? signature : ""));
+    return copyText(text, buf, len);
   });
+}
+
+PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len) {
+  return psdp_algorithm_table_for(config, nullptr, buf, len);
 }
 
 PSDP_API psdp_status_t psdp_collective_providers(char* buf, size_t* len) {

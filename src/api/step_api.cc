@@ -43,7 +43,9 @@ Result<bool> orderIsForward(int order, const char* field, bool default_forward) 
   }
 }
 
-Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user) {
+// `tuned`: the tuning file's engine rule for the state (null: none), which fills the windows and the
+// grouping the caller leaves unset.
+Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, const psdp::tune::EngineRule* tuned) {
   psdp_step_config_t c = PSDP_STEP_CONFIG_INITIALIZER;
   if (user != nullptr) {
     if (user->magic != PSDP_STEP_CONFIG_MAGIC) {
@@ -55,6 +57,13 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user) {
       return Status::invalidArgument("config: size {} is too small for a psdp_step_config_t", user->size);
     }
     std::memcpy(&c, user, std::min(user->size, sizeof(c)));
+  }
+  if (tuned != nullptr && tuned->window > 0) {
+    if (c.reduce_window == 0) c.reduce_window = static_cast<size_t>(tuned->window);
+    if (c.gather_window == 0) c.gather_window = static_cast<size_t>(tuned->window);
+  }
+  if (tuned != nullptr && tuned->grouping > 0 && c.chunks_per_transfer == 0) {
+    c.chunks_per_transfer = static_cast<size_t>(tuned->grouping);
   }
   engine::StepConfig out;
   out.reduce_window = c.reduce_window == 0 ? out.reduce_window : c.reduce_window;
@@ -115,8 +124,9 @@ PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_confi
   return guarded(nullptr, [&] {
     PSDP_RETURN_IF_ERROR(checkState(state));
     PSDP_RETURN_IF_ERROR(checkOut(step_p, "step_p"));
-    PSDP_ASSIGN_OR_RETURN(engine::StepConfig translated, translateStepConfig(config));
     psdp::core::RegisteredState& registered = *state->impl;
+    const std::optional<psdp::tune::EngineRule>& tuned = registered.tunedEngine();
+    PSDP_ASSIGN_OR_RETURN(engine::StepConfig translated, translateStepConfig(config, tuned ? &*tuned : nullptr));
     auto handle = std::make_unique<psdp_step>();
     handle->state = state;
     const psdp::shard::ShardPlan& plan = registered.plan();

@@ -41,6 +41,7 @@ struct Config {
   psdp_progress_mode_t progress_mode = PSDP_PROGRESS_THREAD;
   psdp_algorithm_t algorithm = PSDP_ALGORITHM_AUTO;
   std::string algorithms;        // PSDP_ALGORITHMS rule text (coll/algorithm_table.h); empty: the built-in rules
+  std::string tuning_file;       // PSDP_TUNING_FILE: a path, "none", or empty (the search path; core/tuning.h)
   std::string host_collectives;  // PSDP_HOST_COLLECTIVES: the provider of host-memory collectives (coll/provider.h)
   bool deterministic = false;
   bool split_share = true;  // splits make teams on the parent's context (core/context.h)

@@ -172,8 +172,7 @@ Status parseOption(std::string_view option, AlgorithmRule& rule) {
   }
   if (name == "fallback") {
     PSDP_ASSIGN_OR_RETURN(rule.fallback, parseAlgorithm(value));
-    if (rule.fallback == Algorithm::kDirect) return Status::invalidArgument("fallback must be ring or rhd");
-    return Status::ok();
+    return AlgorithmTable::checkRule(rule);
   }
   if (name == "cma") {
     PSDP_ASSIGN_OR_RETURN(rule.cma, parseFlag(value));
@@ -185,22 +184,15 @@ Status parseOption(std::string_view option, AlgorithmRule& rule) {
   }
   if (name == "backoff") {
     PSDP_ASSIGN_OR_RETURN(rule.backoff, parseCount(value));
-    if (rule.backoff > kMaxDirectBackoff) {
-      return Status::invalidArgument("backoff {} is above {}", rule.backoff, kMaxDirectBackoff);
-    }
-    return Status::ok();
+    return AlgorithmTable::checkRule(rule);
   }
   if (name == "fragment") {
     PSDP_ASSIGN_OR_RETURN(rule.fragment_bytes, parseBytes(trim(value)));
-    if (rule.fragment_bytes != 0 && (rule.fragment_bytes < 64 || rule.fragment_bytes > (size_t{1} << 30))) {
-      return Status::invalidArgument("fragment of {} bytes is not between 64 and 1G", rule.fragment_bytes);
-    }
-    return Status::ok();
+    return AlgorithmTable::checkRule(rule);
   }
   if (name == "depth") {
     PSDP_ASSIGN_OR_RETURN(rule.depth, parseCount(value));
-    if (rule.depth > kMaxDepth) return Status::invalidArgument("depth {} is above {}", rule.depth, kMaxDepth);
-    return Status::ok();
+    return AlgorithmTable::checkRule(rule);
   }
   return Status::invalidArgument("unknown option '{}' (ranks, fallback, cma, stream, backoff, fragment or depth)",
                                  name);
@@ -249,9 +241,39 @@ const char* algorithmName(Algorithm algorithm) {
 
 AlgorithmTable::AlgorithmTable() : rules_(builtInRules()) {}
 
-Result<AlgorithmTable> AlgorithmTable::make(psdp_algorithm_t forced, std::string_view user_rules) {
+std::string AlgorithmRule::originText() const {
+  return line > 0 ? fmt::format("{} line {}", origin, line) : std::string(origin);
+}
+
+Status AlgorithmTable::checkRule(const AlgorithmRule& rule) {
+  if (rule.max_bytes != SIZE_MAX && rule.max_bytes <= rule.min_bytes) {
+    return Status::invalidArgument("size range {}-{} is empty", rule.min_bytes, rule.max_bytes);
+  }
+  if (rule.min_ranks < 1 || rule.max_ranks < rule.min_ranks) {
+    return Status::invalidArgument("rank range {}-{} is empty", rule.min_ranks, rule.max_ranks);
+  }
+  if (rule.fallback == Algorithm::kDirect) return Status::invalidArgument("fallback must be ring or rhd");
+  if (rule.backoff < 0 || rule.backoff > kMaxDirectBackoff) {
+    return Status::invalidArgument("backoff {} is not between 0 and {}", rule.backoff, kMaxDirectBackoff);
+  }
+  if (rule.fragment_bytes != 0 && (rule.fragment_bytes < 64 || rule.fragment_bytes > (size_t{1} << 30))) {
+    return Status::invalidArgument("fragment of {} bytes is not between 64 and 1G", rule.fragment_bytes);
+  }
+  if (rule.depth < 0 || rule.depth > kMaxDepth) {
+    return Status::invalidArgument("depth {} is not between 0 (the default) and {}", rule.depth, kMaxDepth);
+  }
+  return Status::ok();
+}
+
+Result<AlgorithmTable> AlgorithmTable::make(psdp_algorithm_t forced, std::string_view user_rules,
+                                            std::span<const AlgorithmRule> tuned) {
   PSDP_ASSIGN_OR_RETURN(std::vector<AlgorithmRule> rules, parse(user_rules));
   for (AlgorithmRule& r : forcedRules(forced)) rules.push_back(r);
+  for (const AlgorithmRule& r : tuned) {
+    Status status = checkRule(r);
+    if (!status.isOk()) return status.withContext(fmt::format("{} ('{}')", r.originText(), formatRule(r)));
+    rules.push_back(r);
+  }
   for (AlgorithmRule& r : builtInRules()) rules.push_back(r);
   return AlgorithmTable(std::move(rules));
 }
@@ -321,7 +343,7 @@ std::string AlgorithmTable::formatRule(const AlgorithmRule& rule) {
 
 std::string AlgorithmTable::format() const {
   std::string text;
-  for (const AlgorithmRule& rule : rules_) text += fmt::format("{:<68} # {}\n", formatRule(rule), rule.origin);
+  for (const AlgorithmRule& rule : rules_) text += fmt::format("{:<68} # {}\n", formatRule(rule), rule.originText());
   return text;
 }
 

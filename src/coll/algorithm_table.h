@@ -1,9 +1,10 @@
 // Which algorithm a collective runs, as data: a list of rules, each mapping a collective, a range of rank
 // counts and a range of sizes (the whole buffer, in bytes) to an algorithm and its transfer parameters. The
 // first rule that matches a call decides it. The built-in rules are the choices measured with psdp-perf on
-// this project's machines (README, "Collectives"); PSDP_ALGORITHMS puts rules of the user's in front of them
-// and PSDP_ALGORITHM=ring|rhd|direct puts one blanket rule per collective in front (after the user's), so
-// every choice the library makes can be changed without a rebuild, and the tuner can sweep them.
+// this project's machines (README, "Collectives"). In front of them, in this order: PSDP_ALGORITHMS, rules
+// of the user's; PSDP_ALGORITHM=ring|rhd|direct, one blanket rule per collective; and the rules a tuning
+// file holds for the communicator's interconnect (core/tuning.h). So every choice the library makes can be
+// changed without a rebuild, and the tuner can sweep them.
 //
 // Where a rule's algorithm cannot run a call the call falls back, as it always has: recursive halving and
 // doubling needs a power-of-two rank count for reduce-scatter and all-gather and vectors that fit one
@@ -68,7 +69,11 @@ struct AlgorithmRule {
   int backoff = 0;
   size_t fragment_bytes = 0;        // ring transfers; 0: the communicator's
   int depth = 0;                    // ring fragments in flight per direction; 0: kDefaultDepth
-  const char* origin = "built-in";  // "built-in", "PSDP_ALGORITHM", "PSDP_ALGORITHMS", or a provider
+  const char* origin = "built-in";  // "built-in", "PSDP_ALGORITHM", "PSDP_ALGORITHMS", "tuning file", a provider
+  int line = 0;                     // of a tuning file's rule; 0: none
+
+  // "built-in", "tuning file line 7": where the rule comes from, for psdp-info and the debug log.
+  std::string originText() const;
 
   bool matches(OpKind call, int nranks, size_t bytes) const {
     return (any_kind || kind == call) && nranks >= min_ranks && nranks <= max_ranks && bytes >= min_bytes &&
@@ -81,9 +86,11 @@ class AlgorithmTable {
   // The built-in rules alone.
   AlgorithmTable();
 
-  // `user_rules`: PSDP_ALGORITHMS text (empty: none); `forced`: PSDP_ALGORITHM (auto adds nothing).
-  // Errors: invalid argument naming the rule (by number and text) and what is wrong with it.
-  static Result<AlgorithmTable> make(psdp_algorithm_t forced, std::string_view user_rules);
+  // `user_rules`: PSDP_ALGORITHMS text (empty: none); `forced`: PSDP_ALGORITHM (auto adds nothing);
+  // `tuned`: a tuning file's rules, each checked by checkRule. Errors: invalid argument naming the rule
+  // (by number and text) and what is wrong with it.
+  static Result<AlgorithmTable> make(psdp_algorithm_t forced, std::string_view user_rules,
+                                     std::span<const AlgorithmRule> tuned = {});
 
   // One rule, the ring for every call (fragment and depth: the communicator's), whatever the environment
   // says; `origin` is the rule's.
@@ -91,6 +98,10 @@ class AlgorithmTable {
 
   // Parses rule text (see the top of this file). Errors as make().
   static Result<std::vector<AlgorithmRule>> parse(std::string_view text);
+  // Whether a rule made otherwise (a tuning file's) stays within what the collectives can run: a fragment
+  // of 64 bytes to 1 GiB, depth and backoff within kMaxDepth and kMaxDirectBackoff, a non-empty size range,
+  // a fallback that is not direct. Errors: invalid argument saying which.
+  static Status checkRule(const AlgorithmRule& rule);
 
   // The first rule matching the call; the built-in rules match every call with data.
   const AlgorithmRule& find(OpKind kind, int nranks, size_t bytes) const;

@@ -28,8 +28,13 @@ struct CollParams {
   size_t fragment_bytes = 1 << 20;  // fragment size of pipelined transfers; at least kMinFragmentBytes
   uint32_t context_id = 0;          // distinguishes communicators that share a transport; low 16 bits kept (tag.h)
   Logger log;                       // null: the process logger
-  // Which algorithm each call runs (PSDP_ALGORITHM, PSDP_ALGORITHMS, then the built-in rules).
+  // Which algorithm each call runs (PSDP_ALGORITHMS, PSDP_ALGORITHM, then the built-in rules), until
+  // adoptAlgorithms gives another.
   AlgorithmTable algorithms = AlgorithmTable();
+  // The largest fragment and depth a table adopted later may ask for: staging and completions are made for
+  // the larger of these and what `algorithms` asks for.
+  size_t reserved_fragment_bytes = 0;
+  int reserved_depth = 0;
   // PSDP_DETERMINISTIC: every collective uses the ring, whose result does not depend on fragment_bytes or the
   // algorithm table.
   bool deterministic = false;
@@ -168,6 +173,12 @@ class Collectives {
   // Starts `task` and drives it (transport waits included) until done, an error or the deadline (timeout,
   // naming the operation and the peers it waited for).
   Status run(Result<std::unique_ptr<CollTask>> task, const Deadline& deadline);
+
+  // Replaces the algorithm table (the rules a tuning file holds for the team's interconnect, chosen once
+  // the team is connected). Every rank of the team must adopt the same table between the same two calls.
+  // REQUIRES: no task of this Collectives is alive. Errors: invalid argument where a rule asks for more
+  // fragment bytes or depth than the staging was made for (CollParams::reserved_*).
+  virtual Status adoptAlgorithms(const AlgorithmTable& table) = 0;
 
   // The premul-sum ops the reductions accept as `op` besides the built-in ones; a post resolves its op
   // here (invalid argument, object still usable, for an op unknown to it or used with another dtype).

@@ -44,6 +44,16 @@ namespace {
 // (fragments bounded by their blocks, halving/doubling of at most one fragment) fit more.
 constexpr int kStagedHostTasks = 2;
 
+// What staging and completions are made for: the largest fragment and depth of the table in use or of any
+// table adopted later.
+size_t stagedFragmentBytes(const CollParams& params) {
+  return std::max(params.algorithms.maxFragmentBytes(params.fragment_bytes), params.reserved_fragment_bytes);
+}
+
+int stagedDepth(const CollParams& params) {
+  return std::max(params.algorithms.maxDepth(), params.reserved_depth);
+}
+
 void copyIfDistinct(std::byte* dst, const std::byte* src, size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
@@ -167,6 +177,8 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
                   std::unique_ptr<transport::PeerMemory> peer_memory, DirectChannel::TileMemory tiles)
       : Collectives(transport),
         params_(params),
+        staged_fragment_bytes_(stagedFragmentBytes(params)),
+        staged_depth_(stagedDepth(params)),
         arena_(std::move(arena)),
         direct_(std::move(peer_memory), std::move(tiles)),
         offsets_pool_(params.nranks, params.max_tasks),
@@ -174,7 +186,17 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
         send_seq_(static_cast<size_t>(params.nranks)),
         recv_seq_(static_cast<size_t>(params.nranks)) {
     for (int i = 0; i < kMaxTasksInFlight; ++i)
-      slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks, params.algorithms.maxDepth()));
+      slots_.push_back(std::make_unique<TaskSlot>(params.context_id, params.nranks, staged_depth_));
+  }
+
+  Status adoptAlgorithms(const AlgorithmTable& table) override {
+    if (table.maxDepth() > staged_depth_ || table.maxFragmentBytes(params_.fragment_bytes) > staged_fragment_bytes_) {
+      return Status::invalidArgument(
+          "the algorithm table asks for fragments of {} bytes and depth {}, staging holds {} bytes and depth {}",
+          table.maxFragmentBytes(params_.fragment_bytes), table.maxDepth(), staged_fragment_bytes_, staged_depth_);
+    }
+    params_.algorithms = table;
+    return Status::ok();
   }
 
   Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -283,6 +305,8 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
   spdlog::logger& log() const { return params_.log ? *params_.log : processLog(); }
 
   CollParams params_;
+  const size_t staged_fragment_bytes_;  // what staging and completions hold (stagedFragmentBytes)
+  const int staged_depth_;
   StagingArena arena_;
   std::vector<std::unique_ptr<TaskSlot>> slots_;  // task slot of operation seq: seq % kMaxTasksInFlight
   DirectChannel direct_;
@@ -916,7 +940,7 @@ DirectOutcome HostCollectives::directOutcome(const OpContext& op, bool ran, bool
 void HostCollectives::logStart(const OpContext& op, const TaskPlan& plan, bool tries_direct) const {
   // The reason is formatted only when it will be printed: no allocation per operation otherwise.
   if (!log().should_log(spdlog::level::debug)) return;
-  std::string why = fmt::format(", rule {} ({})", AlgorithmTable::formatRule(*plan.rule), plan.rule->origin);
+  std::string why = fmt::format(", rule {} ({})", AlgorithmTable::formatRule(*plan.rule), plan.rule->originText());
   switch (plan.choice) {
     case Choice::kRule: break;
     case Choice::kDeterministic: why = ", PSDP_DETERMINISTIC=1"; break;
@@ -964,8 +988,8 @@ Result<std::unique_ptr<Collectives>> createHostCollectives(transport::Transport&
   // Posting a task then allocates nothing: its memory is made now, and its stages run in its task slot.
   Recycled<HostTask>::prime(params.max_tasks);
   primePointToPointTasks(params.max_tasks);
-  const size_t ring_task_bytes = 2 * static_cast<size_t>(params.algorithms.maxDepth()) *
-                                 StagingArena::slotStride(params.algorithms.maxFragmentBytes(params.fragment_bytes));
+  const size_t ring_task_bytes =
+      2 * static_cast<size_t>(stagedDepth(params)) * StagingArena::slotStride(stagedFragmentBytes(params));
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
                         StagingArena::create(kStagedHostTasks * ring_task_bytes, kMaxTasksInFlight));
   PSDP_ASSIGN_OR_RETURN(DirectChannel::TileMemory tiles, DirectChannel::TileMemory::allocate());

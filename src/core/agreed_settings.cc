@@ -45,6 +45,11 @@ int64_t hashText(const std::string& text) {
   return static_cast<int64_t>(hash);
 }
 
+std::string showTuning(int64_t value) {
+  return value == 0 ? std::string("no tuning file")
+                    : fmt::format("a tuning file whose rules hash to {:#018x}", static_cast<uint64_t>(value));
+}
+
 // A provider's name where this build knows it, else its hash.
 std::string showProvider(int64_t value) {
   for (const coll::CollectiveProvider& provider : coll::collectiveProviders()) {
@@ -57,17 +62,19 @@ std::string showProvider(int64_t value) {
 constexpr Setting kSettings[kAgreedSettingsWords] = {
     {"PSDP_FRAGMENT_BYTES", showNumber}, {"PSDP_ALGORITHM", showAlgorithm}, {"PSDP_DETERMINISTIC", showFlag},
     {"PSDP_CHECK", showCheck},           {"PSDP_ALGORITHMS", showHash},     {"PSDP_HOST_COLLECTIVES", showProvider},
+    {"PSDP_TUNING_FILE", showTuning},
 };
 
 }  // namespace
 
-AgreedSettings agreedSettingsOf(const Config& config) {
+AgreedSettings agreedSettingsOf(const Config& config, uint64_t tuning_hash) {
   return {static_cast<int64_t>(config.fragment_bytes),
           static_cast<int64_t>(config.algorithm),
           config.deterministic ? 1 : 0,
           config.check_calls ? 1 : 0,
           hashText(config.algorithms),
-          hashText(config.host_collectives)};
+          hashText(config.host_collectives),
+          static_cast<int64_t>(tuning_hash)};
 }
 
 Status checkAgreedSettings(std::span<const AgreedSettings> settings, std::span<const int> ranks) {

@@ -1,6 +1,7 @@
 // The settings every rank of a communicator must share, because they decide which messages its collectives
-// exchange: the fragment size, the algorithm choice (PSDP_ALGORITHM and the rules of PSDP_ALGORITHMS, by a
-// hash of their text), deterministic mode, the call check and the host collectives' provider. Ranks that
+// exchange: the fragment size, the algorithm choice (PSDP_ALGORITHM, the rules of PSDP_ALGORITHMS by a hash
+// of their text, and the tuning file's by the hash of its rules), deterministic mode, the call check and the
+// host collectives' provider. Ranks that
 // differ would wait for messages the others never send, or read fragments cut differently; so each rank
 // sends its settings with the rendezvous (init) or the split's all-gather, and every rank compares them
 // before any collective runs.
@@ -16,10 +17,11 @@
 
 namespace psdp::core {
 
-inline constexpr size_t kAgreedSettingsWords = 6;
+inline constexpr size_t kAgreedSettingsWords = 7;
 using AgreedSettings = std::array<int64_t, kAgreedSettingsWords>;
 
-AgreedSettings agreedSettingsOf(const Config& config);
+// `tuning_hash`: LoadedTuning::hash() of the tuning file `config` loaded (core/tuning.h).
+AgreedSettings agreedSettingsOf(const Config& config, uint64_t tuning_hash);
 
 // Errors: mismatch naming the first setting (by its variable) that differs from `ranks[0]`'s, the ranks and
 // their values. settings[i] belongs to ranks[i] (ranks as the error names them).

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <numeric>
 
+#include "base/environment.h"
 #include "base/trace.h"
 #include "coll/provider.h"
 #include "core/agreed_settings.h"
@@ -47,15 +49,21 @@ Result<std::unique_ptr<Communicator>> Communicator::create(int nranks, const Ren
 }
 
 Status Communicator::connect(const RendezvousId& id, const Deadline& deadline) {
-  // A rank that cannot describe itself still joins the rendezvous (so the others fail at once), then fails.
+  // A rank that cannot describe itself or read its tuning file still joins the rendezvous (so the others
+  // fail at once), then fails.
   Result<topo::RankDescriptor> self = describeThisRank(config_, log_);
+  Result<LoadedTuning> tuning = loadTuning(config_, ProcessEnvironment::instance());
   PSDP_ASSIGN_OR_RETURN(std::shared_ptr<Context> context, Context::create(rank_, nranks_, config_.progress_mode, log_));
   PSDP_ASSIGN_OR_RETURN(std::vector<std::byte> address, context->transport().localAddress());
   log_->debug("rendezvous at {} as rank {} of {}", id.address(), rank_, nranks_);
   std::vector<std::byte> payload =
-      self.isOk() ? packRankPayload(address, agreedSettingsOf(config_), self.value()) : rejectedRankPayload();
+      self.isOk() && tuning.isOk()
+          ? packRankPayload(address, agreedSettingsOf(config_, tuning.value().hash()), self.value())
+          : rejectedRankPayload();
   PSDP_ASSIGN_OR_RETURN(auto payloads, exchangeViaRoot(id, rank_, nranks_, payload, config_, deadline, log_));
   PSDP_RETURN_IF_ERROR(self.status());
+  PSDP_RETURN_IF_ERROR(tuning.status());
+  tuning_ = std::move(tuning).value();
   std::vector<std::vector<std::byte>> addresses;
   std::vector<AgreedSettings> settings;
   std::vector<topo::RankDescriptor> descriptors;
@@ -99,6 +107,9 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   Result<coll::AlgorithmTable> algorithms = coll::AlgorithmTable::make(config_.algorithm, config_.algorithms);
   if (!algorithms.isOk()) return algorithms.status().withContext("PSDP_ALGORITHMS");
   coll_params.algorithms = std::move(algorithms).value();
+  // Whichever section of the tuning file applyTuning() finds must fit the staging made now.
+  coll_params.reserved_fragment_bytes = tuning_.largest_fragment_bytes;
+  coll_params.reserved_depth = tuning_.largest_depth;
   coll_params.deterministic = config_.deterministic;
   coll_params.check_calls = config_.check_calls;
   coll_params.single_host = placements_.mapping().hosts.size() == 1;
@@ -122,7 +133,64 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
                                              context_id);
   log_->info("communicator ready: rank {} of {}, transport {}, context tag {:#x}, pid {}", rank_, nranks_,
              team_->name(), context_id, getpid());
+  return applyTuning();
+}
+
+Status Communicator::applyTuning() {
+  if (!tuning_.file) return Status::ok();
+  std::vector<std::string> transports;
+  for (int r = 0; r < nranks_; ++r) {
+    for (std::string& transport : team_->laneTransports(r)) transports.push_back(std::move(transport));
+  }
+  std::sort(transports.begin(), transports.end());
+  transports.erase(std::unique(transports.begin(), transports.end()), transports.end());
+  const std::string mine = fmt::format("{}", fmt::join(transports, ","));
+  PSDP_ASSIGN_OR_RETURN(std::vector<std::vector<std::byte>> gathered, allGatherBytes(std::as_bytes(std::span(mine))));
+  std::vector<std::string> member_lanes;
+  std::vector<int> host_of_member;
+  for (int r = 0; r < nranks_; ++r) {
+    const std::vector<std::byte>& lanes = gathered[static_cast<size_t>(r)];
+    member_lanes.emplace_back(reinterpret_cast<const char*>(lanes.data()), lanes.size());
+    host_of_member.push_back(placements_.placement(r).host);
+  }
+  const tune::InterconnectSignature signature = teamSignature(team_->name(), member_lanes, host_of_member);
+  std::string why;
+  const tune::TuningSection* section = tuning_.file->sectionFor(signature, &why);
+  if (section == nullptr) {
+    log_->info("tuning file {} does not apply to this communicator ({}): {}", tuning_.describe(), signature.format(),
+               why);
+    return Status::ok();
+  }
+  PSDP_ASSIGN_OR_RETURN(coll::AlgorithmTable table, hostAlgorithmTable(config_, tuning_, section));
+  PSDP_RETURN_IF_ERROR(collectives_[PSDP_MEMORY_HOST]->adoptAlgorithms(table));
+  tuned_section_ = section;
+  log_->info(
+      "tuning file {}: the section of line {} applies to this communicator ({}): {} collective rules, {} "
+      "engine rules",
+      tuning_.describe(), section->line, signature.format(), section->collectives.size(), section->engine.size());
   return Status::ok();
+}
+
+Result<std::vector<std::vector<std::byte>>> Communicator::allGatherBytes(std::span<const std::byte> mine) {
+  uint64_t length = mine.size();
+  std::vector<uint64_t> lengths(static_cast<size_t>(nranks_));
+  PSDP_RETURN_IF_ERROR(allGather(&length, lengths.data(), 1, PSDP_UINT64));
+  // What is gathered is small (addresses, lane names); a length past this is a broken peer, not memory to make.
+  constexpr uint64_t kMostBytes = uint64_t{1} << 20;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    if (lengths[r] > kMostBytes) return Status::remote("rank {} sent a length of {} bytes", r, lengths[r]);
+  }
+  const size_t longest = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
+  std::vector<std::byte> padded(longest);
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  std::vector<std::byte> table(longest * static_cast<size_t>(nranks_));
+  if (longest > 0) PSDP_RETURN_IF_ERROR(allGather(padded.data(), table.data(), longest, PSDP_UINT8));
+  std::vector<std::vector<std::byte>> all;
+  for (size_t r = 0; r < lengths.size(); ++r) {
+    const std::byte* begin = table.data() + r * longest;
+    all.emplace_back(begin, begin + lengths[r]);
+  }
+  return all;
 }
 
 Status Communicator::leaveContext(bool clean, const Deadline& deadline) {

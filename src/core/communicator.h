@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "core/context.h"
 #include "core/rank_placement.h"
 #include "core/rendezvous_id.h"
+#include "core/tuning.h"
 #include "transport/team_transport.h"
 
 namespace psdp::core {
@@ -47,6 +49,13 @@ class Communicator {
   int size() const { return nranks_; }
   const Config& config() const { return config_; }
   const Logger& log() const { return log_; }
+  // The engine rule of the tuning file's section that applies to this communicator (core/tuning.h) for
+  // plans of `chunk_bytes` chunks, or null: no file, no section for this interconnect, or no such rule.
+  const tune::EngineRule* tunedEngineRule(uint64_t chunk_bytes) const {
+    return tuned_section_ != nullptr ? tuned_section_->findEngine(nranks_, chunk_bytes) : nullptr;
+  }
+  // "/etc/psdp/tuning (the search path)", or "no tuning file".
+  std::string tuningFile() const { return tuning_.describe(); }
 
   // Collectives. Arguments have been validated by the caller. Each is posted to the team's task queue by the
   // provider of its buffers' memory kind (coll/provider.h; unsupported where this build has none); `request_p`
@@ -140,8 +149,14 @@ class Communicator {
   // Keeps the gathered descriptors and computes the mapping; logs this rank's placement.
   Status adoptPlacements(Result<Placements> placements);
   // Becomes team `team_id` of `context` over its transport ranks `members` (this rank is rank_ of them):
-  // prepares the team's transport view, collectives and task queue.
+  // prepares the team's transport view, collectives and task queue, then applies the tuning file.
   Status joinContext(std::shared_ptr<Context> context, uint64_t team_id, std::vector<int> members);
+  // Agrees the team's interconnect signature with its members (one all-gather of each one's lanes) and
+  // gives the host collectives the table with the section that covers it; logs which section applies, or
+  // why none does. Collective over the team; nothing to do without a tuning file.
+  Status applyTuning();
+  // Every member's bytes, in team rank order: the lengths, then the bytes padded to the longest.
+  Result<std::vector<std::vector<std::byte>>> allGatherBytes(std::span<const std::byte> mine);
   // Leaves the context (clean: finalized); the last team out closes the transport.
   Status leaveContext(bool clean, const Deadline& deadline);
   // split()'s new team: on this context (shared) or on a new one wired up through this communicator.
@@ -159,6 +174,8 @@ class Communicator {
   const int nranks_;
   const Config config_;
   Logger log_;
+  LoadedTuning tuning_;  // read at init, or for a split from the config given to it (core/tuning.h)
+  const tune::TuningSection* tuned_section_ = nullptr;  // of tuning_.file: the one that applies, if any
   Placements placements_;
   // Declared in creation order. The destructor fails the team first unless it finalized (which completes
   // what a failed or abandoned collective left posted), then frees the queue, the collectives' staging and

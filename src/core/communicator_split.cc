@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "base/environment.h"
 #include "core/agreed_settings.h"
 #include "core/communicator.h"
 #include "topo/numa_binding.h"
@@ -38,10 +39,19 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     return Status::invalidArgument("color {} is negative (only PSDP_SPLIT_NOCOLOR may be)", color);
   }
   const Config& child_config = config ? *config : config_;
+  // The parent's tuning file, unless the child's config names another: read now, so that its hash is agreed
+  // with the child's other settings. A rank that cannot read it still takes part in the all-gather below.
+  LoadedTuning child_tuning = tuning_;
+  Status tuning_status;
+  if (child_config.tuning_file != config_.tuning_file) {
+    Result<LoadedTuning> loaded = loadTuning(child_config, ProcessEnvironment::instance());
+    tuning_status = loaded.status();
+    child_tuning = loaded.isOk() ? std::move(loaded).value() : LoadedTuning();
+  }
   const bool own_context = color != PSDP_SPLIT_NOCOLOR &&
                            (!child_config.split_share || child_config.progress_mode != context_->progressMode());
   int64_t mine[kSplitFields] = {color, key, own_context ? 1 : 0, static_cast<int64_t>(context_->nextTeamId())};
-  const AgreedSettings child_settings = agreedSettingsOf(child_config);
+  const AgreedSettings child_settings = agreedSettingsOf(child_config, child_tuning.hash());
   std::copy(child_settings.begin(), child_settings.end(), mine + kSettings);
   std::vector<int64_t> table(kSplitFields * static_cast<size_t>(nranks_));
   PSDP_RETURN_IF_ERROR(allGather(mine, table.data(), kSplitFields, PSDP_INT64));
@@ -58,12 +68,16 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     // The parent's logger: its lines carry the parent rank, unique per process, and PSDP_LOG_FILE's %r
     // keeps naming one file per process.
     child.reset(new Communicator(child_rank, static_cast<int>(members.size()), child_config, log_));
+    child->tuning_ = std::move(child_tuning);
     std::vector<AgreedSettings> settings(members.size());
     for (size_t i = 0; i < members.size(); ++i) {
       const int64_t* row = table.data() + static_cast<size_t>(members[i]) * kSplitFields + kSettings;
       std::copy(row, row + kAgreedSettingsWords, settings[i].begin());
     }
-    local = checkAgreedSettings(settings, members).withContext(fmt::format("split color {} (parent ranks)", color));
+    local =
+        tuning_status.isOk()
+            ? checkAgreedSettings(settings, members).withContext(fmt::format("split color {} (parent ranks)", color))
+            : tuning_status;
     if (local.isOk()) local = child->adoptPlacements(placements_.subset(members));
     // The child's staging (and threads, with a context of its own) go on the NUMA node of its own placement,
     // which can differ from the parent's where unbound ranks are spread over the nodes.
@@ -99,22 +113,12 @@ Result<std::unique_ptr<Communicator>> Communicator::split(int color, int key, co
     if (own.isOk()) address = std::move(own).value();
     local = own.status();
   }
-  // Addresses differ in length: all-gather the lengths, then every address padded to the longest.
-  uint64_t length = address.size();
-  std::vector<uint64_t> lengths(static_cast<size_t>(nranks_));
-  PSDP_RETURN_IF_ERROR(allGather(&length, lengths.data(), 1, PSDP_UINT64));
-  size_t longest = static_cast<size_t>(*std::max_element(lengths.begin(), lengths.end()));
-  address.resize(longest);
-  std::vector<std::byte> addresses_table(longest * static_cast<size_t>(nranks_));
-  PSDP_RETURN_IF_ERROR(allGather(address.data(), addresses_table.data(), longest, PSDP_UINT8));
+  PSDP_ASSIGN_OR_RETURN(std::vector<std::vector<std::byte>> every_address, allGatherBytes(address));
   PSDP_RETURN_IF_ERROR(local);
   if (!child) return std::unique_ptr<Communicator>();
 
   std::vector<std::vector<std::byte>> addresses;
-  for (int member : members) {
-    const std::byte* begin = addresses_table.data() + static_cast<size_t>(member) * longest;
-    addresses.emplace_back(begin, begin + lengths[static_cast<size_t>(member)]);
-  }
+  for (int member : members) addresses.push_back(std::move(every_address[static_cast<size_t>(member)]));
   log_->debug("split: color {} key {} is rank {} of {}, on a context of its own", color, key, child->rank_,
               child->nranks_);
   PSDP_RETURN_IF_ERROR(context->connect(addresses, Deadline::after(child->config_.timeout_s)));

@@ -78,7 +78,9 @@ Result<RankPayload> unpackRankPayload(std::span<const std::byte> payload, int ra
   for (size_t i = 0; i < sizeof(length); ++i) length |= static_cast<uint32_t>(payload[i]) << (8 * i);
   if (length == UINT32_MAX && payload.size() == sizeof(length)) {
     return Status::invalidArgument(
-        "rank {} could not describe where it runs (PSDP_TOPO_FILE or PSDP_GPU_BUS_ID; its own error says which)", rank);
+        "rank {} could not describe where it runs or what it runs with (PSDP_TOPO_FILE, PSDP_GPU_BUS_ID or "
+        "PSDP_TUNING_FILE; its own error says which)",
+        rank);
   }
   if (length == 0) return Status::remote("rank {} sent an empty transport address", rank);
   if (payload.size() - sizeof(length) < size_t{length} + kAgreedSettingsBytes) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "core/state_teams.h"
 #include "engine/state_engine.h"
 #include "shard/shard_plan.h"
+#include "tune/tuning_file.h"
 
 namespace psdp::core {
 
@@ -45,6 +47,9 @@ class RegisteredState {
 
   // The chunk engine of its steps, over its own teams (made by registerState).
   engine::StateEngine& engine() { return *engine_; }
+  // The tuning file's engine rule for this state's communicator and chunk size (core/tuning.h): the window
+  // and grouping a step takes where its config leaves them unset. Null: none.
+  const std::optional<tune::EngineRule>& tunedEngine() const { return tuned_engine_; }
 
  private:
   friend Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Result<StateInput> input);
@@ -52,6 +57,7 @@ class RegisteredState {
   shard::ShardPlan plan_;
   std::vector<void*> pointers_;
   int rank_;
+  std::optional<tune::EngineRule> tuned_engine_;
   // Declared in creation order: the engine (and its step) goes before the teams it posts on.
   StateTeams teams_;
   std::unique_ptr<engine::StateEngine> engine_;

@@ -27,6 +27,11 @@ std::unique_ptr<PeerMemory> TeamTransport::openPeerMemory() const {
   return shared_.openPeerMemory()->subset(members_, rank_);
 }
 
+std::vector<std::string> TeamTransport::laneTransports(int peer) const {
+  if (peer < 0 || peer >= static_cast<int>(members_.size())) return {};
+  return shared_.laneTransports(members_[static_cast<size_t>(peer)]);
+}
+
 // Team ranks (every other member when empty; out-of-range ones dropped) to the shared transport's ranks.
 std::vector<int> TeamTransport::inContextRanks(const std::vector<int>& peers) const {
   std::vector<int> mapped;

@@ -33,6 +33,7 @@ class TeamTransport final : public Transport {
 
   // The shared transport's, over this team's ranks.
   std::unique_ptr<PeerMemory> openPeerMemory() const override;
+  std::vector<std::string> laneTransports(int peer) const override;
 
   // `tag` must carry this team's context id (invalid argument otherwise).
   Status send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) override;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -93,6 +94,10 @@ class Transport {
   // placed: a new object per call, with its own cache of mappings; ranks are this transport's. A backend
   // that moves no host memory answers every peer elsewhere. REQUIRES: connect() succeeded.
   virtual std::unique_ptr<PeerMemory> openPeerMemory() const = 0;
+  // The transports the lanes to `peer` use, by the backend's names (UCX: "sysv", "cma", "tcp", "rc_mlx5"),
+  // sorted and distinct: what a tuning file's signature names (tune/interconnect_signature.h). Empty for this
+  // rank itself and for a backend with no lanes of its own. REQUIRES: connect() succeeded. Thread-safe.
+  virtual std::vector<std::string> laneTransports(int peer) const = 0;
 
   // Nonblocking. Buffers must stay valid until completion->isDone(). `bytes` may be 0. Posting to a
   // peer already known to have failed returns remote error at once; a failure discovered later

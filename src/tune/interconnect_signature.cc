@@ -39,7 +39,9 @@ bool InterconnectSignature::covers(const InterconnectSignature& job, std::string
   if (!lanes.empty() && lanes != job.lanes) return differs("lanes are", lanesText(job.lanes), lanesText(lanes));
   if (hosts != 0 && hosts != job.hosts) return differs("hosts are", countText(job.hosts), countText(hosts));
   if (ranks_per_host != 0 && ranks_per_host != job.ranks_per_host) {
-    return differs("ranks per host are", countText(job.ranks_per_host), countText(ranks_per_host));
+    // A job's 0 means its hosts hold different numbers of ranks.
+    return differs("ranks per host are", job.ranks_per_host == 0 ? "uneven" : countText(job.ranks_per_host),
+                   countText(ranks_per_host));
   }
   return true;
 }
@@ -98,6 +100,12 @@ Result<InterconnectSignature> parseSignature(const std::vector<Field>& fields, c
     if (!seen[i]) return where.error(line_end, fmt::format("the signature lacks {}= (\"*\" for any)", kKeys[i]));
   }
   return signature;
+}
+
+Result<InterconnectSignature> parseSignatureText(std::string_view text, std::string_view name) {
+  const LineRef where{name, 1};
+  PSDP_ASSIGN_OR_RETURN(std::vector<Field> fields, splitFields(text, where));
+  return parseSignature(fields, where, static_cast<int>(text.size()) + 1);
 }
 
 }  // namespace psdp::tune

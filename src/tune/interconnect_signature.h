@@ -18,7 +18,7 @@ struct InterconnectSignature {
   std::string provider = "*";      // "ucx", "nccl"; "*": any
   std::vector<std::string> lanes;  // sorted, distinct; empty: any
   int hosts = 0;                   // 0: any
-  int ranks_per_host = 0;          // 0: any
+  int ranks_per_host = 0;          // 0: any (a job's: its hosts hold different numbers of ranks)
 
   // The canonical text (fields in the order above, lanes sorted).
   std::string format() const;
@@ -32,5 +32,8 @@ struct InterconnectSignature {
 
 // Reads the fields of a "signature" line (all four, once each); `fields` starts after the keyword.
 Result<InterconnectSignature> parseSignature(const std::vector<Field>& fields, const LineRef& where, int line_end);
+// The same from text alone ("provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2"); errors name `name`
+// and the column.
+Result<InterconnectSignature> parseSignatureText(std::string_view text, std::string_view name);
 
 }  // namespace psdp::tune

@@ -227,28 +227,32 @@ const TuningSection* TuningFile::sectionFor(const InterconnectSignature& job, st
   return nullptr;
 }
 
+std::string formatRule(const CollectiveRule& r) {
+  std::string out = fmt::format("{} ranks={} bytes={} algorithm={}", r.collective, rankText(r.min_ranks, r.max_ranks),
+                                byteText(r.min_bytes, r.max_bytes), r.algorithm);
+  if (!r.fallback.empty()) out += " fallback=" + r.fallback;
+  if (r.cma >= 0) out += fmt::format(" cma={}", r.cma);
+  if (r.stream >= 0) out += fmt::format(" stream={}", r.stream);
+  if (r.backoff >= 0) out += fmt::format(" backoff={}", r.backoff);
+  if (r.fragment_bytes > 0) out += " fragment=" + formatBytes(r.fragment_bytes);
+  if (r.depth > 0) out += fmt::format(" depth={}", r.depth);
+  return out;
+}
+
+std::string formatRule(const EngineRule& r) {
+  std::string out = fmt::format("engine ranks={} chunk-bytes={}", rankText(r.min_ranks, r.max_ranks),
+                                byteText(r.min_chunk_bytes, r.max_chunk_bytes));
+  if (r.window > 0) out += fmt::format(" window={}", r.window);
+  if (r.grouping > 0) out += fmt::format(" grouping={}", r.grouping);
+  return out;
+}
+
 std::string TuningFile::format() const {
   std::string out = fmt::format("psdp-tuning {}\n", kFormatVersion);
   for (const TuningSection& section : sections_) {
     out += "signature " + section.signature.format() + "\n";
-    for (const CollectiveRule& r : section.collectives) {
-      out += fmt::format("{} ranks={} bytes={} algorithm={}", r.collective, rankText(r.min_ranks, r.max_ranks),
-                         byteText(r.min_bytes, r.max_bytes), r.algorithm);
-      if (!r.fallback.empty()) out += " fallback=" + r.fallback;
-      if (r.cma >= 0) out += fmt::format(" cma={}", r.cma);
-      if (r.stream >= 0) out += fmt::format(" stream={}", r.stream);
-      if (r.backoff >= 0) out += fmt::format(" backoff={}", r.backoff);
-      if (r.fragment_bytes > 0) out += " fragment=" + formatBytes(r.fragment_bytes);
-      if (r.depth > 0) out += fmt::format(" depth={}", r.depth);
-      out += "\n";
-    }
-    for (const EngineRule& r : section.engine) {
-      out += fmt::format("engine ranks={} chunk-bytes={}", rankText(r.min_ranks, r.max_ranks),
-                         byteText(r.min_chunk_bytes, r.max_chunk_bytes));
-      if (r.window > 0) out += fmt::format(" window={}", r.window);
-      if (r.grouping > 0) out += fmt::format(" grouping={}", r.grouping);
-      out += "\n";
-    }
+    for (const CollectiveRule& r : section.collectives) out += formatRule(r) + "\n";
+    for (const EngineRule& r : section.engine) out += formatRule(r) + "\n";
   }
   return out;
 }

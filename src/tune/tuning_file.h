@@ -1,4 +1,4 @@
-// The tuning file: measured settings per interconnect, which psdp-tune writes and the library applies.
+// The tuning file: measured settings per interconnect, which the library applies (core/tuning.h).
 // Text, one statement per line, '#' to the end of a line a comment:
 //
 //   psdp-tuning 1                                     the format and its version, first
@@ -83,6 +83,10 @@ struct TuningSection {
   const CollectiveRule* findCollective(std::string_view collective, int nranks, size_t bytes) const;
   const EngineRule* findEngine(int nranks, size_t chunk_bytes) const;
 };
+
+// The canonical text of one rule, as TuningFile::format() writes it.
+std::string formatRule(const CollectiveRule& rule);
+std::string formatRule(const EngineRule& rule);
 
 class TuningFile {
  public:

@@ -32,7 +32,8 @@ static void test_abi(void) {
   CHECK(offsetof(psdp_config_t, split_share) == 108);
   CHECK(offsetof(psdp_config_t, check) == 112);
   CHECK(offsetof(psdp_config_t, algorithms) == 120);
-  CHECK(sizeof(psdp_config_t) == 128);
+  CHECK(offsetof(psdp_config_t, tuning_file) == 128);
+  CHECK(sizeof(psdp_config_t) == 136);
   CHECK(PSDP_SUCCESS == 0 && PSDP_IN_PROGRESS == 1 && PSDP_ERR_ABORTED == -9);
   /* The step's structs: the config grows at its end only. */
   CHECK(offsetof(psdp_step_config_t, stream) == 64);

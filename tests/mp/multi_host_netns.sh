@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs a multi-rank program on H hosts made on this machine, and fails unless every rank exits 0 (or, with
 # --cut, unless every rank fails within PSDP_TIMEOUT + 5 s of a link cut in the middle of the run).
-#   multi_host_netns.sh [--cut REGEX] H W LIMIT_S PROGRAM [ARGS...]
+#   multi_host_netns.sh [--cut REGEX] [--expect REGEX] H W LIMIT_S PROGRAM [ARGS...]
 # Each host is a network, IPC, UTS, PID and mount namespace of its own (unshare --net --ipc --uts --pid
 # --fork --mount) with its own hostname and /proc: UCX then finds no shared memory or CMA between
 # hosts (it compares the boot id, the IPC namespace and pids), the shard mapper tells the hosts apart by
@@ -10,7 +10,7 @@
 # r % H (so a layout that ignored the hosts would be wrong) with PSDP_LOG_LEVEL=info; the UCX lanes that
 # each rank logged for each peer are checked: shared memory within a host, tcp over eth0 between hosts.
 # --cut REGEX: once rank 0 has printed a line matching REGEX (bash's =~), the link of the last host is set
-# down.
+# down. --expect REGEX: every rank's log must have a line matching REGEX (grep -E).
 # Exit status: 0 passed, 1 failed, 77 skipped (no root, or namespaces, veth or bridges unavailable here).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -45,8 +45,11 @@ fi
 # The switch: this test's own network namespace, with the bridge the hosts' links hang off.
 if [[ ${1:-} == __switch ]]; then
   shift
-  cut_pattern=
-  if [[ ${1:-} == --cut ]]; then cut_pattern=$2; shift 2; fi
+  cut_pattern= expect_pattern=
+  while [[ ${1:-} == --cut || ${1:-} == --expect ]]; do
+    if [[ $1 == --cut ]]; then cut_pattern=$2; else expect_pattern=$2; fi
+    shift 2
+  done
   hosts=$1 world=$2 limit=$3
   shift 3
   dir=$(mktemp -d)
@@ -110,6 +113,10 @@ if [[ ${1:-} == __switch ]]; then
       awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t <= b) }' ||
         { echo "rank $r took longer than PSDP_TIMEOUT + 5 s = $bound s"; status=1; }
       grep -q "timed out\|failed\|error" "$dir/rank$r.log" || { echo "rank $r printed no error"; status=1; }
+    fi
+    if [[ -n $expect_pattern ]] && ! grep -qE -- "$expect_pattern" "$dir/rank$r.log"; then
+      echo "rank $r printed no line matching '$expect_pattern'"
+      status=1
     fi
   done
   # The lanes each rank's psdp logged per peer (PSDP_LOG_LEVEL=info): shared memory on the host, tcp over

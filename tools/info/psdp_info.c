@@ -1,6 +1,7 @@
 /* psdp-info: prints the library version and every configuration parameter with its resolved value and
  * where the value came from (config, env or default). `--markdown` prints the README's table instead;
- * `--algorithms` the algorithm table in force; `--providers` the collective providers of this build.
+ * `--algorithms` the algorithm table in force (`--signature` adds a tuning file's rules for an
+ * interconnect); `--providers` the collective providers of this build.
  * Written in C against the public header only, as any user would. */
 #include <psdp/psdp.h>
 #include <stdio.h>
@@ -9,13 +10,18 @@
 
 static int usage(FILE* out) {
   fprintf(out,
-          "usage: psdp-info [--markdown | --algorithms | --providers]\n"
+          "usage: psdp-info [--markdown | --algorithms [--signature SIGNATURE] | --providers]\n"
           "  prints psdp's version and every parameter: its value now, where the value comes from\n"
           "  (env: a PSDP_* variable is set; default: built-in), its type and what it does.\n"
           "  --markdown    the parameter table as it appears in README.md\n"
           "  --algorithms  the rules that choose each collective's algorithm, in force now (first match\n"
           "                wins): PSDP_ALGORITHMS, then PSDP_ALGORITHM, then the built-in rules (a provider\n"
-          "                such as host-ring may replace them)\n"
+          "                such as host-ring may replace them); the first line says which tuning file\n"
+          "                is loaded (PSDP_TUNING_FILE or the search path) and its sections\n"
+          "  --signature   with --algorithms: the table a communicator on that interconnect uses, the\n"
+          "                rules of the tuning file's section that covers it included, e.g.\n"
+          "                'provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2' (a communicator's\n"
+          "                info line names its own)\n"
           "  --providers   the collective providers of this build: the memory kinds each serves, how\n"
           "                its operations progress, what it runs\n");
   return out == stderr ? 2 : 0;
@@ -69,8 +75,11 @@ static int print_values(void) {
   return 0;
 }
 
+/* --signature's value, for algorithm_table; NULL: none. */
+static const char* signature = NULL;
+
 static psdp_status_t algorithm_table(char* buf, size_t* len) {
-  return psdp_algorithm_table(NULL, buf, len);
+  return psdp_algorithm_table_for(NULL, signature, buf, len);
 }
 
 /* Prints the text `get` sizes and then writes (psdp_algorithm_table's convention). */
@@ -95,6 +104,10 @@ static int print_text(psdp_status_t (*get)(char* buf, size_t* len)) {
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--markdown") == 0) return print_markdown();
   if (argc == 2 && strcmp(argv[1], "--algorithms") == 0) return print_text(algorithm_table);
+  if (argc == 4 && strcmp(argv[1], "--algorithms") == 0 && strcmp(argv[2], "--signature") == 0) {
+    signature = argv[3];
+    return print_text(algorithm_table);
+  }
   if (argc == 2 && strcmp(argv[1], "--providers") == 0) return print_text(psdp_collective_providers);
   if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) return usage(stdout);
   if (argc != 1) return usage(stderr);

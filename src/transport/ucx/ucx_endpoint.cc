@@ -1,5 +1,6 @@
 #include "transport/ucx/ucx_endpoint.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -37,6 +38,24 @@ std::string laneToken(const std::string& line) {
   words >> word;  // the remote md and resource
   while (words >> word) roles += (roles.empty() ? "" : ",") + word;
   return resource + "(" + roles + ")";
+}
+
+// The "lane[" lines of UCX's description of `ep`, tokenised (laneToken).
+std::vector<std::string> laneTokens(ucp_ep_h ep) {
+  char* text = nullptr;
+  size_t size = 0;
+  FILE* stream = open_memstream(&text, &size);
+  if (stream == nullptr) return {};
+  ucp_ep_print_info(ep, stream);
+  fclose(stream);
+  std::istringstream lines(std::string(text, size));
+  free(text);
+  std::vector<std::string> tokens;
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("lane[") != std::string::npos) tokens.push_back(laneToken(line));
+  }
+  return tokens;
 }
 
 }  // namespace
@@ -96,20 +115,18 @@ Status UcxEndpoint::close(bool force, const Deadline& deadline) {
 
 std::string UcxEndpoint::laneSummary() const {
   if (!isOpen()) return "closed";
-  char* text = nullptr;
-  size_t size = 0;
-  FILE* stream = open_memstream(&text, &size);
-  if (stream == nullptr) return "unknown";
-  ucp_ep_print_info(ep_, stream);
-  fclose(stream);
-  std::istringstream lines(std::string(text, size));
-  free(text);
-  std::string line, summary;
-  while (std::getline(lines, line)) {
-    if (line.find("lane[") == std::string::npos) continue;
-    summary += (summary.empty() ? "" : " ") + laneToken(line);
-  }
+  std::string summary;
+  for (const std::string& token : laneTokens(ep_)) summary += (summary.empty() ? "" : " ") + token;
   return summary.empty() ? "none" : summary;
+}
+
+std::vector<std::string> UcxEndpoint::laneTransports() const {
+  if (!isOpen()) return {};
+  std::vector<std::string> transports;
+  for (const std::string& token : laneTokens(ep_)) transports.push_back(token.substr(0, token.find('/')));
+  std::sort(transports.begin(), transports.end());
+  transports.erase(std::unique(transports.begin(), transports.end()), transports.end());
+  return transports;
 }
 
 }  // namespace psdp::transport::ucx

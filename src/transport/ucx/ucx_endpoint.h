@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "base/deadline.h"
 #include "base/log.h"
@@ -42,6 +43,8 @@ class UcxEndpoint {
   // The lanes UCX chose, one token per lane: "sysv/memory.0(am,am_bw#0,keepalive) cma/memory(rma_bw)".
   // REQUIRES: the caller holds the worker lock.
   std::string laneSummary() const;
+  // The transports of those lanes ("sysv", "cma"), sorted and distinct. REQUIRES: as laneSummary().
+  std::vector<std::string> laneTransports() const;
 
  private:
   UcxEndpoint(ucp_worker_h worker, ucp_ep_h ep, int peer, Logger log);

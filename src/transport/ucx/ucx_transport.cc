@@ -121,6 +121,7 @@ class UcxTransport final : public Transport {
   Result<std::vector<std::byte>> localAddress() override;
   Status connect(const std::vector<std::vector<std::byte>>& addresses, const Deadline& deadline) override;
   std::unique_ptr<PeerMemory> openPeerMemory() const override;
+  std::vector<std::string> laneTransports(int peer) const override;
   Status send(int peer, Tag tag, const void* buf, size_t bytes, Completion* completion) override;
   Status recv(int peer, Tag tag, void* buf, size_t bytes, Completion* completion) override;
   uint32_t eventCount() const override { return events_.load(std::memory_order_acquire); }
@@ -601,6 +602,12 @@ Status UcxTransport::exchangeWireup(const Deadline& deadline) {
     }
   }
   return Status::ok();
+}
+
+std::vector<std::string> UcxTransport::laneTransports(int peer) const {
+  if (peer < 0 || peer >= nranks_ || peer == rank_) return {};
+  auto lock = loop_->lockForPost();
+  return peers_[peer].ep.laneTransports();
 }
 
 void UcxTransport::logLanes() {

@@ -18,7 +18,7 @@ TEST(AgreedSettingsTest, EncodingRoundTrips) {
   config.check_calls = false;
   config.algorithms = "*:0-=ring";
   config.host_collectives = "host-ring";
-  AgreedSettings settings = agreedSettingsOf(config);
+  AgreedSettings settings = agreedSettingsOf(config, 0x1234567890abcdefull);
   std::array<std::byte, kAgreedSettingsBytes> bytes{};
   encodeAgreedSettings(settings, bytes.data());
   EXPECT_EQ(decodeAgreedSettings(bytes.data()), settings);
@@ -26,7 +26,7 @@ TEST(AgreedSettingsTest, EncodingRoundTrips) {
 
 TEST(AgreedSettingsTest, DifferencesNameTheVariableRanksAndValues) {
   const Config& defaults = Config::defaults();
-  std::vector<AgreedSettings> same(3, agreedSettingsOf(defaults));
+  std::vector<AgreedSettings> same(3, agreedSettingsOf(defaults, 0));
   const std::vector<int> ranks = {4, 5, 7};
   EXPECT_TRUE(checkAgreedSettings(same, ranks).isOk());
 
@@ -47,12 +47,25 @@ TEST(AgreedSettingsTest, DifferencesNameTheVariableRanksAndValues) {
     Config changed = defaults;
     c.change(changed);
     std::vector<AgreedSettings> settings = same;
-    settings[2] = agreedSettingsOf(changed);
+    settings[2] = agreedSettingsOf(changed, 0);
     Status status = checkAgreedSettings(settings, ranks);
     ASSERT_EQ(status.code(), PSDP_ERR_MISMATCH) << c.words[0];
     for (const char* word : c.words) EXPECT_NE(status.message().find(word), std::string::npos) << status.toString();
     EXPECT_NE(status.message().find("rank 4 has"), std::string::npos) << status.toString();
     EXPECT_NE(status.message().find("rank 7 has"), std::string::npos) << status.toString();
+  }
+}
+
+TEST(AgreedSettingsTest, ATuningFileOnOneRankOnlyIsAMismatch) {
+  const Config& defaults = Config::defaults();
+  std::vector<AgreedSettings> settings(3, agreedSettingsOf(defaults, 0));
+  settings[1] = agreedSettingsOf(defaults, 0xfeedull);
+  Status status = checkAgreedSettings(settings, std::vector<int>{0, 1, 2});
+  ASSERT_EQ(status.code(), PSDP_ERR_MISMATCH);
+  for (const char* word : {"PSDP_TUNING_FILE", "rank 0 has no tuning file",
+                           "rank 1 has a tuning file whose rules "
+                           "hash to 0x000000000000feed"}) {
+    EXPECT_NE(status.message().find(word), std::string::npos) << status.toString();
   }
 }
 

@@ -42,4 +42,5 @@ class ConfigStruct(ctypes.Structure):
         ("split_share", ctypes.c_int),
         ("check", ctypes.c_int),
         ("algorithms", ctypes.c_char_p),
+        ("tuning_file", ctypes.c_char_p),
     ]

@@ -29,6 +29,7 @@ class Config:
         split_share: PSDP_SPLIT_SHARE, whether split communicators share the parent's transport.
         check: PSDP_CHECK, whether every collective first agrees its call across ranks.
         algorithms: PSDP_ALGORITHMS, rules choosing each call's algorithm.
+        tuning_file: PSDP_TUNING_FILE, measured rules per interconnect ("none": no file).
     """
 
     timeout_s: float | None = None
@@ -47,6 +48,7 @@ class Config:
     split_share: bool | None = None
     check: CheckMode | None = None
     algorithms: str | None = None
+    tuning_file: str | None = None
 
 
 # What psdp.h's PSDP_CONFIG_INITIALIZER puts in each field to mean "unset".
