@@ -9,11 +9,12 @@ shift || true
 
 # clang and libclang-rt-14-dev (libFuzzer's runtime, only recommended by clang's packages) build the fuzz
 # targets of scripts/fuzz.sh; libssl-dev gives the bootstrap's HMAC; python3-venv the virtual environment of
-# scripts/python_tests.sh; iproute2 the hosts of the multi-host test (tests/mp/multi_host_netns.sh).
+# scripts/python_tests.sh; iproute2 the hosts of the multi-host test (tests/mp/multi_host_netns.sh);
+# python3-matplotlib the heatmap of psdp-tune's sweep (perf/tune_heatmap.py).
 packages=(build-essential cmake ninja-build pkg-config python3 python3-venv binutils
           libucx-dev ucx-utils libhwloc-dev libhwloc-plugins hwloc libxml2-dev libspdlog-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
-          clang libclang-rt-14-dev iproute2)
+          clang libclang-rt-14-dev iproute2 python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -190,7 +190,7 @@ typedef struct psdp_config {
                                 (kind, count, dtype, op, root) across ranks; unset: PSDP_CHECK_UNSET */
   const char* algorithms;    /* PSDP_ALGORITHMS: rules choosing each call's algorithm by collective, size and
                                 rank count, ahead of the built-in ones (README, "Algorithms"); unset: NULL */
-  const char* tuning_file;   /* PSDP_TUNING_FILE: a file of measured rules per interconnect, applied between
+  const char* tuning_file;   /* PSDP_TUNING_FILE: measured rules per interconnect (psdp-tune), applied between
                                 PSDP_ALGORITHM's and the built-in ones (README, "Tuning"); "none": no file;
                                 unset: NULL (the search path) */
 } psdp_config_t;
@@ -330,6 +330,14 @@ PSDP_API psdp_status_t psdp_comm_abort(psdp_comm_h comm);
 
 PSDP_API psdp_status_t psdp_comm_rank(psdp_comm_h comm, int* rank_p);
 PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p);
+
+/* The signature of comm's interconnect, as a tuning file's sections are matched against it (README,
+ * "Tuning"): "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", the lanes being the union of the UCX
+ * transports every rank uses to reach the others ("*" for ranks per host where hosts differ in it). What a
+ * tuner writes above the rules it measured. Collective: every rank calls it and gets the same text (two small
+ * all-gathers). Writes and sizes the text as psdp_algorithm_table does. Errors: invalid argument for a NULL
+ * len, or a NULL buf with a nonzero *len; those of a collective. */
+PSDP_API psdp_status_t psdp_comm_interconnect(psdp_comm_h comm, char* buf, size_t* len);
 
 /* ---------------------------------------------------------------------------------------------------
  * Collectives on host memory

@@ -207,4 +207,14 @@ PSDP_API psdp_status_t psdp_comm_size(psdp_comm_h comm, int* size_p) {
   });
 }
 
+PSDP_API psdp_status_t psdp_comm_interconnect(psdp_comm_h comm, char* buf, size_t* len) {
+  return guarded(comm, [&] {
+    PSDP_RETURN_IF_ERROR(checkHandle(comm, "comm"));
+    PSDP_RETURN_IF_ERROR(psdp::api::checkTextOut(buf, len));
+    PSDP_ASSIGN_OR_RETURN(psdp::tune::InterconnectSignature signature, comm->impl->interconnectSignature());
+    psdp::api::copyTextOut(signature.format(), buf, len);
+    return Status::ok();
+  });
+}
+
 }  // extern "C"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/guard.h"
+#include "api/validate.h"
 #include "base/config.h"
 #include "base/environment.h"
 #include "coll/provider.h"
@@ -12,21 +13,6 @@
 using psdp::Config;
 using psdp::Result;
 using psdp::Status;
-
-namespace {
-
-// At most *len bytes of `text`, NUL included, into buf; *len becomes what the whole text needs.
-Status copyText(const std::string& text, char* buf, size_t* len) {
-  if (*len > 0) {
-    size_t copied = std::min(*len - 1, text.size());
-    std::memcpy(buf, text.data(), copied);
-    buf[copied] = '\0';
-  }
-  *len = text.size() + 1;
-  return Status::ok();
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -60,13 +46,13 @@ PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, ps
 PSDP_API psdp_status_t psdp_algorithm_table_for(const psdp_config_t* config, const char* signature, char* buf,
                                                 size_t* len) {
   return psdp::api::guarded(nullptr, [&] {
-    if (len == nullptr) return Status::invalidArgument("len is NULL");
-    if (buf == nullptr && *len != 0) return Status::invalidArgument("buf is NULL but *len is {}", *len);
+    PSDP_RETURN_IF_ERROR(psdp::api::checkTextOut(buf, len));
     const psdp::Environment& env = psdp::ProcessEnvironment::instance();
     PSDP_ASSIGN_OR_RETURN(Config resolved, Config::resolve(config, env));
     PSDP_ASSIGN_OR_RETURN(std::string text,
                           psdp::core::formatAlgorithmTable(resolved, env, signature ? signature : ""));
-    return copyText(text, buf, len);
+    psdp::api::copyTextOut(text, buf, len);
+    return Status::ok();
   });
 }
 
@@ -76,9 +62,9 @@ PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* b
 
 PSDP_API psdp_status_t psdp_collective_providers(char* buf, size_t* len) {
   return psdp::api::guarded(nullptr, [&] {
-    if (len == nullptr) return Status::invalidArgument("len is NULL");
-    if (buf == nullptr && *len != 0) return Status::invalidArgument("buf is NULL but *len is {}", *len);
-    return copyText(psdp::coll::formatCollectiveProviders(), buf, len);
+    PSDP_RETURN_IF_ERROR(psdp::api::checkTextOut(buf, len));
+    psdp::api::copyTextOut(psdp::coll::formatCollectiveProviders(), buf, len);
+    return Status::ok();
   });
 }
 

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
 
 #include "coll/collectives.h"
@@ -78,6 +81,21 @@ Status checkRank(const char* call, const char* what, int value, int nranks) {
 Status checkOut(const void* out, const char* name) {
   if (out == nullptr) return Status::invalidArgument("{} is NULL", name);
   return Status::ok();
+}
+
+Status checkTextOut(const char* buf, const size_t* len) {
+  if (len == nullptr) return Status::invalidArgument("len is NULL");
+  if (buf == nullptr && *len != 0) return Status::invalidArgument("buf is NULL but *len is {}", *len);
+  return Status::ok();
+}
+
+void copyTextOut(const std::string& text, char* buf, size_t* len) {
+  if (*len > 0) {
+    const size_t copied = std::min(*len - 1, text.size());
+    std::memcpy(buf, text.data(), copied);
+    buf[copied] = '\0';
+  }
+  *len = text.size() + 1;
 }
 
 psdp_memory_kind_t callMemoryKind(const CollectiveArgs& a) {

@@ -6,6 +6,7 @@
 #include <psdp/psdp.h>
 
 #include <cstddef>
+#include <string>
 
 #include "base/status.h"
 
@@ -37,6 +38,12 @@ psdp_memory_kind_t callMemoryKind(const CollectiveArgs& args);
 
 // Invalid argument "<name> is NULL" for a NULL output pointer.
 Status checkOut(const void* out, const char* name);
+
+// The calls that return text (psdp_algorithm_table's convention): invalid argument for a NULL len, or a
+// NULL buf with a nonzero *len.
+Status checkTextOut(const char* buf, const size_t* len);
+// At most *len bytes of `text`, NUL included, into buf; *len becomes what the whole text needs.
+void copyTextOut(const std::string& text, char* buf, size_t* len);
 
 // count * nranks, or invalid argument naming the call (`name`) when it overflows.
 Result<size_t> countTimesRanks(const char* name, size_t count, int nranks);

@@ -236,13 +236,13 @@ const ParamSpec kParamTable[] = {
      [](const Config& c) { return c.algorithms; }},
 
     {"tuning_file", "PSDP_TUNING_FILE", "path|none", "",
-     "Tuning file of measured rules per interconnect (README, Tuning): the rules of the section for this "
-     "communicator's interconnect (its signature: transport lanes, hosts, ranks per host) come after PSDP_ALGORITHMS "
-     "and PSDP_ALGORITHM and before the "
-     "built-in rules; a file without a section for the interconnect is ignored, with an info line saying why. "
-     "Empty: the first of $XDG_CONFIG_HOME/psdp/tuning (else ~/.config/psdp/tuning) and /etc/psdp/tuning that "
-     "exists; none: no file. Read at init and checked whole, errors naming the line and column. All ranks must "
-     "load the same rules.",
+     "Tuning file of measured rules per interconnect (psdp-tune writes one; README, Tuning): the rules of the "
+     "section for this communicator's interconnect (its signature: transport lanes, hosts, ranks per host) "
+     "come after PSDP_ALGORITHMS and PSDP_ALGORITHM and before the built-in rules; a file without a section "
+     "for the interconnect is ignored, with an info line saying why. Empty: the first of "
+     "$XDG_CONFIG_HOME/psdp/tuning (else ~/.config/psdp/tuning) and /etc/psdp/tuning that exists; none: no "
+     "file. Read at init and checked whole, errors naming the line and column. All ranks must load the same "
+     "rules.",
      [](const psdp_config_t& u) { return PSDP_USER_HAS(u, tuning_file) ? userString(u.tuning_file) : std::nullopt; },
      [](std::string_view text, Config& c) -> Status {
        c.tuning_file = std::string(text);

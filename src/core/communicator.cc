@@ -138,22 +138,7 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
 
 Status Communicator::applyTuning() {
   if (!tuning_.file) return Status::ok();
-  std::vector<std::string> transports;
-  for (int r = 0; r < nranks_; ++r) {
-    for (std::string& transport : team_->laneTransports(r)) transports.push_back(std::move(transport));
-  }
-  std::sort(transports.begin(), transports.end());
-  transports.erase(std::unique(transports.begin(), transports.end()), transports.end());
-  const std::string mine = fmt::format("{}", fmt::join(transports, ","));
-  PSDP_ASSIGN_OR_RETURN(std::vector<std::vector<std::byte>> gathered, allGatherBytes(std::as_bytes(std::span(mine))));
-  std::vector<std::string> member_lanes;
-  std::vector<int> host_of_member;
-  for (int r = 0; r < nranks_; ++r) {
-    const std::vector<std::byte>& lanes = gathered[static_cast<size_t>(r)];
-    member_lanes.emplace_back(reinterpret_cast<const char*>(lanes.data()), lanes.size());
-    host_of_member.push_back(placements_.placement(r).host);
-  }
-  const tune::InterconnectSignature signature = teamSignature(team_->name(), member_lanes, host_of_member);
+  PSDP_ASSIGN_OR_RETURN(const tune::InterconnectSignature signature, interconnectSignature());
   std::string why;
   const tune::TuningSection* section = tuning_.file->sectionFor(signature, &why);
   if (section == nullptr) {
@@ -169,6 +154,25 @@ Status Communicator::applyTuning() {
       "engine rules",
       tuning_.describe(), section->line, signature.format(), section->collectives.size(), section->engine.size());
   return Status::ok();
+}
+
+Result<tune::InterconnectSignature> Communicator::interconnectSignature() {
+  std::vector<std::string> transports;
+  for (int r = 0; r < nranks_; ++r) {
+    for (std::string& transport : team_->laneTransports(r)) transports.push_back(std::move(transport));
+  }
+  std::sort(transports.begin(), transports.end());
+  transports.erase(std::unique(transports.begin(), transports.end()), transports.end());
+  const std::string mine = fmt::format("{}", fmt::join(transports, ","));
+  PSDP_ASSIGN_OR_RETURN(std::vector<std::vector<std::byte>> gathered, allGatherBytes(std::as_bytes(std::span(mine))));
+  std::vector<std::string> member_lanes;
+  std::vector<int> host_of_member;
+  for (int r = 0; r < nranks_; ++r) {
+    const std::vector<std::byte>& lanes = gathered[static_cast<size_t>(r)];
+    member_lanes.emplace_back(reinterpret_cast<const char*>(lanes.data()), lanes.size());
+    host_of_member.push_back(placements_.placement(r).host);
+  }
+  return teamSignature(team_->name(), member_lanes, host_of_member);
 }
 
 Result<std::vector<std::vector<std::byte>>> Communicator::allGatherBytes(std::span<const std::byte> mine) {

@@ -56,6 +56,10 @@ class Communicator {
   }
   // "/etc/psdp/tuning (the search path)", or "no tuning file".
   std::string tuningFile() const { return tuning_.describe(); }
+  // The signature of this team's interconnect, as a tuning file's sections are matched against it: every
+  // member all-gathers the transports of its lanes to the others, and all of them take the union, so every
+  // rank computes the same one. Collective (two small all-gathers). Errors: the all-gathers'.
+  Result<tune::InterconnectSignature> interconnectSignature();
 
   // Collectives. Arguments have been validated by the caller. Each is posted to the team's task queue by the
   // provider of its buffers' memory kind (coll/provider.h; unsupported where this build has none); `request_p`

@@ -1,0 +1,225 @@
+#include "tune_sweep.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace psdp::perf {
+namespace {
+
+constexpr size_t KiB = size_t{1} << 10;
+constexpr size_t MiB = size_t{1} << 20;
+
+std::string sizeText(size_t bytes) {
+  char text[32];
+  if (bytes >= MiB && bytes % MiB == 0) {
+    std::snprintf(text, sizeof(text), "%zuM", bytes / MiB);
+  } else if (bytes >= KiB && bytes % KiB == 0) {
+    std::snprintf(text, sizeof(text), "%zuK", bytes / KiB);
+  } else {
+    std::snprintf(text, sizeof(text), "%zu", bytes);
+  }
+  return text;
+}
+
+std::string format(const char* fmt, double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), fmt, value);
+  return text;
+}
+
+double busbw(const OpSweep& sweep, size_t candidate, size_t size, int nranks) {
+  const double seconds = sweep.median(candidate, size);
+  return seconds > 0 ? static_cast<double>(sweep.sizes[size]) / seconds / 1e9 * tuneBusFactor(sweep.op, nranks) : 0;
+}
+
+}  // namespace
+
+std::vector<TuneCandidate> tuneCandidates(bool quick) {
+  std::vector<TuneCandidate> candidates = {{"built-in", "", "", ""}, {"rhd", "*:0-=rhd", "algorithm=rhd", ""}};
+  auto direct = [&](bool cma, bool stream) {
+    const std::string flags = std::string("cma=") + (cma ? "1" : "0") + ",stream=" + (stream ? "1" : "0");
+    std::string fields = flags;
+    std::replace(fields.begin(), fields.end(), ',', ' ');
+    candidates.push_back({std::string("direct") + (cma ? " cma" : "") + (stream ? " stream" : ""),
+                          "*:0-=direct,fallback=ring," + flags, "algorithm=direct fallback=ring " + fields, ""});
+  };
+  auto ring = [&](size_t fragment, int depth) {
+    const std::string f = sizeText(fragment), d = std::to_string(depth);
+    candidates.push_back({"ring " + f + " x" + d, "*:0-=ring,fragment=" + f + ",depth=" + d,
+                          "algorithm=ring fragment=" + f + " depth=" + d, ""});
+  };
+  if (quick) {
+    direct(true, false);
+    direct(true, true);
+    for (size_t fragment : {256 * KiB, 1 * MiB}) ring(fragment, 4);
+    return candidates;
+  }
+  for (bool cma : {false, true}) {
+    for (bool stream : {false, true}) direct(cma, stream);
+  }
+  for (size_t fragment : {64 * KiB, 256 * KiB, 1 * MiB, 4 * MiB}) {
+    for (int depth : {2, 4, 8}) ring(fragment, depth);
+  }
+  return candidates;
+}
+
+std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file) {
+  return {{"built-in", "", "", ""}, {"tuned", "", "", tuning_file}};
+}
+
+Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps) {
+  Slowdown worst;
+  for (const OpSweep& sweep : sweeps) {
+    for (size_t s = 0; s < sweep.sizes.size(); ++s) {
+      const double ratio = sweep.median(1, s) / sweep.median(0, s);
+      if (ratio > worst.ratio) worst = {ratio, tuneOpName(sweep.op), sweep.sizes[s]};
+    }
+  }
+  return worst;
+}
+
+std::vector<size_t> tuneSizes(size_t min, size_t max, size_t factor) {
+  std::vector<size_t> sizes;
+  for (size_t s = min; s <= max && s > 0; s *= std::max<size_t>(factor, 2)) sizes.push_back(s);
+  return sizes;
+}
+
+const char* tuneOpName(TuneOp op) {
+  switch (op) {
+    case TuneOp::kAllReduce: return "all-reduce";
+    case TuneOp::kReduceScatter: return "reduce-scatter";
+    case TuneOp::kAllGather: return "all-gather";
+  }
+  return "?";
+}
+
+const char* tuneOpShortName(TuneOp op) {
+  switch (op) {
+    case TuneOp::kAllReduce: return "ar";
+    case TuneOp::kReduceScatter: return "rs";
+    case TuneOp::kAllGather: return "ag";
+  }
+  return "?";
+}
+
+double tuneBusFactor(TuneOp op, int nranks) {
+  const double n = nranks;
+  return op == TuneOp::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
+}
+
+double medianOf(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+double OpSweep::median(size_t candidate, size_t size) const {
+  return medianOf(seconds[candidate][size]);
+}
+
+size_t OpSweep::winner(size_t size) const {
+  size_t best = 0;
+  for (size_t c = 1; c < seconds.size(); ++c) {
+    if (median(c, size) < median(best, size)) best = c;
+  }
+  if (best == 0 || median(best, size) * kMinLead > median(0, size)) return 0;
+  const std::vector<double>& mine = seconds[best][size];
+  const std::vector<double>& builtin = seconds[0][size];
+  size_t faster = 0;
+  for (size_t r = 0; r < std::min(mine.size(), builtin.size()); ++r) faster += mine[r] < builtin[r] ? 1 : 0;
+  return static_cast<double>(faster) >= kMinWinShare * static_cast<double>(builtin.size()) ? best : 0;
+}
+
+std::string tuningFileText(const std::vector<std::string>& provenance, const std::string& signature, int nranks,
+                           const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps) {
+  std::string text = "psdp-tuning 1\n";
+  for (const std::string& line : provenance) text += "# " + line + "\n";
+  text += "signature " + signature + "\n";
+  for (const OpSweep& sweep : sweeps) {
+    size_t s = 0;
+    while (s < sweep.sizes.size()) {
+      const size_t won = sweep.winner(s);
+      size_t end = s + 1;
+      while (end < sweep.sizes.size() && sweep.winner(end) == won) ++end;
+      if (won != 0) {
+        const std::string from = sizeText(sweep.sizes[s]);
+        const std::string below = end == sweep.sizes.size() ? "inf" : sizeText(sweep.sizes[end]);
+        text += std::string(tuneOpName(sweep.op)) + " ranks=" + std::to_string(nranks) + " bytes=" + from + "-" +
+                below + " " + candidates[won].fields + "\n";
+      }
+      s = end;
+    }
+  }
+  return text;
+}
+
+std::string sweepTable(int nranks, const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps) {
+  std::string text;
+  for (const OpSweep& sweep : sweeps) {
+    text += std::string("# ") + tuneOpName(sweep.op) + ", " + std::to_string(nranks) +
+            " ranks: median busbw (GB/s) per size of the whole buffer; * the winner\n";
+    char cell[64];
+    std::snprintf(cell, sizeof(cell), "%-22s", "# candidate");
+    text += cell;
+    for (size_t size : sweep.sizes) {
+      std::snprintf(cell, sizeof(cell), "%9s", sizeText(size).c_str());
+      text += cell;
+    }
+    text += "\n";
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      std::snprintf(cell, sizeof(cell), "%-22s", candidates[c].name.c_str());
+      text += cell;
+      for (size_t s = 0; s < sweep.sizes.size(); ++s) {
+        std::snprintf(cell, sizeof(cell), "%8.2f%c", busbw(sweep, c, s, nranks), sweep.winner(s) == c ? '*' : ' ');
+        text += cell;
+      }
+      text += "\n";
+    }
+    std::snprintf(cell, sizeof(cell), "%-22s", "winner / built-in");
+    text += cell;
+    for (size_t s = 0; s < sweep.sizes.size(); ++s) {
+      const double lead =
+          sweep.median(sweep.winner(s), s) > 0 ? sweep.median(0, s) / sweep.median(sweep.winner(s), s) : 0;
+      std::snprintf(cell, sizeof(cell), "%8.2fx", lead);
+      text += cell;
+    }
+    text += "\n\n";
+  }
+  return text;
+}
+
+std::string sweepJson(const std::string& signature, int nranks, const std::vector<TuneCandidate>& candidates,
+                      const std::vector<OpSweep>& sweeps) {
+  std::string json =
+      "{\n  \"signature\": \"" + signature + "\",\n  \"nranks\": " + std::to_string(nranks) + ",\n  \"candidates\": [";
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    json += std::string(c ? ", " : "") + "{\"name\": \"" + candidates[c].name + "\", \"rule\": \"" +
+            candidates[c].rule + "\"}";
+  }
+  json += "],\n  \"collectives\": [";
+  for (size_t o = 0; o < sweeps.size(); ++o) {
+    const OpSweep& sweep = sweeps[o];
+    json += std::string(o ? "," : "") + "\n    {\"collective\": \"" + tuneOpName(sweep.op) + "\", \"sizes\": [";
+    for (size_t s = 0; s < sweep.sizes.size(); ++s) json += (s ? ", " : "") + std::to_string(sweep.sizes[s]);
+    json += "], \"winners\": [";
+    for (size_t s = 0; s < sweep.sizes.size(); ++s) json += (s ? ", " : "") + std::to_string(sweep.winner(s));
+    json += "],\n     \"seconds\": [";
+    for (size_t c = 0; c < sweep.seconds.size(); ++c) {
+      json += c ? ",\n                 [" : "[";
+      for (size_t s = 0; s < sweep.seconds[c].size(); ++s) {
+        json += s ? ", [" : "[";
+        for (size_t r = 0; r < sweep.seconds[c][s].size(); ++r) {
+          json += (r ? ", " : "") + format("%.9g", sweep.seconds[c][s][r]);
+        }
+        json += "]";
+      }
+      json += "]";
+    }
+    json += "]}";
+  }
+  json += "\n  ]\n}\n";
+  return json;
+}
+
+}  // namespace psdp::perf

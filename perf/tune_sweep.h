@@ -1,0 +1,84 @@
+// psdp-tune's measurements and what it makes of them, apart from the calls that take them (psdp_tune.cc), so
+// that tests/perf can check them: the candidate settings, the sizes, the winner of each size by the median
+// of its interleaved repetitions, and the tuning file, table and JSON written from the sweep.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace psdp::perf {
+
+// One setting swept: a rule for every collective, as a communicator's PSDP_ALGORITHMS (the config's
+// `algorithms` field) gives it, and the same as a tuning file's fields.
+struct TuneCandidate {
+  std::string name;         // "ring 256K x4", "direct cma", "built-in"
+  std::string rule;         // "*:0-=ring,fragment=256K,depth=4"; empty: the built-in rules alone
+  std::string fields;       // "algorithm=ring fragment=256K depth=4"; empty for the built-in rules
+  std::string tuning_file;  // a tuning file the candidate's communicator applies (psdp-tune --verify)
+};
+
+// The built-in rules first (the untuned defaults, which the tuned file must never lose to), then recursive
+// halving/doubling, direct with and without CMA and streaming stores, and the ring over fragments and depths.
+// quick: only the ring's 256K and 1M fragments at depth 4 (the built-in depth), and direct with CMA only:
+// the settings that won somewhere in full sweeps on this project's machines.
+std::vector<TuneCandidate> tuneCandidates(bool quick);
+// psdp-tune --verify: the built-in rules against the rules of `tuning_file` for this interconnect.
+std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file);
+
+// From `min` to `max` bytes, each `factor` times the one before (max included when the steps reach it).
+std::vector<size_t> tuneSizes(size_t min, size_t max, size_t factor);
+
+enum class TuneOp { kAllReduce, kReduceScatter, kAllGather };
+const char* tuneOpName(TuneOp op);            // "all-reduce", as a tuning file names it
+const char* tuneOpShortName(TuneOp op);       // "ar", as psdp-perf names it
+double tuneBusFactor(TuneOp op, int nranks);  // busbw / algbw, nccl-tests' factors
+
+// One collective's sweep: seconds[c][s][r] is repetition r of candidate c at size s, the slowest rank's time
+// per call.
+struct OpSweep {
+  TuneOp op = TuneOp::kAllReduce;
+  std::vector<size_t> sizes;
+  std::vector<std::vector<std::vector<double>>> seconds;
+
+  double median(size_t candidate, size_t size) const;
+  // The candidate with the least median time at a size, where it leads the built-in rules (candidate 0)
+  // by kMinLead and was faster than they were in kMinWinShare of the repetitions (each repetition runs
+  // every candidate back to back, so these pairs see the same state of the machine); else the built-in
+  // rules.
+  size_t winner(size_t size) const;
+};
+
+double medianOf(std::vector<double> values);
+// For --verify: the largest slowdown of candidate 1 (the tuned rules) against candidate 0 (the built-in
+// ones) over every size of every sweep, as the ratio of their medians (1.02: 2% slower), and where.
+struct Slowdown {
+  double ratio = 0;
+  const char* collective = "";
+  size_t bytes = 0;
+};
+Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps);
+
+// How much faster than the built-in rules a candidate's median must be to replace them: differences below
+// it are within what repetitions on a shared machine scatter, and a tuned file must not lose to the
+// defaults by chance.
+inline constexpr double kMinLead = 1.05;
+inline constexpr double kMinWinShare = 0.75;
+
+// The tuning file: a comment saying how it was measured (`provenance`, one line per entry), the signature
+// line, and per collective one rule per band of sizes: the winner at each measured size serves from it up to
+// the next (the last with no bound; below the first the built-in rules go on deciding), adjacent bands with
+// the same winner merged, none where the built-in rules won. Rules are for `nranks` ranks.
+std::string tuningFileText(const std::vector<std::string>& provenance, const std::string& signature, int nranks,
+                           const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps);
+
+// Per collective, a table of median busbw (GB/s): a row per candidate, a column per size, '*' beside each
+// size's winner, and a last row with the winner's lead over the built-in rules.
+std::string sweepTable(int nranks, const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps);
+
+// Everything measured, for plots (perf/tune_heatmap.py): candidates, and per collective the sizes, every
+// repetition's seconds, the medians and the winners.
+std::string sweepJson(const std::string& signature, int nranks, const std::vector<TuneCandidate>& candidates,
+                      const std::vector<OpSweep>& sweeps);
+
+}  // namespace psdp::perf
