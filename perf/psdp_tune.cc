@@ -173,7 +173,8 @@ struct Job {
   char* recv = nullptr;
 };
 
-// One call of `op` over `bytes` of the whole buffer (float32).
+// One call of `op` over `bytes` of the whole buffer (float32); reduce-scatter and all-gather blocks are
+// bytes / 4 / nranks floats, rounded down.
 void call(const Job& job, psdp_comm_h team, TuneOp op, size_t bytes) {
   const size_t count = bytes / sizeof(float);
   const size_t block = count / static_cast<size_t>(job.nranks);
@@ -285,10 +286,11 @@ int main(int argc, char** argv) {
   for (TuneOp op : o.ops) {
     OpSweep sweep;
     sweep.op = op;
-    // Sizes whose blocks hold a whole number of floats on every rank.
+    // Sizes that give every rank a float at least; where nranks does not divide a size, the reduce-scatter
+    // and all-gather blocks round down (call()), a few bytes of the whole.
     const size_t unit = sizeof(float) * static_cast<size_t>(job.nranks);
     for (size_t size : all_sizes) {
-      if (size % unit == 0) sweep.sizes.push_back(size);
+      if (size >= unit) sweep.sizes.push_back(size);
     }
     sweep.seconds.assign(candidates.size(), std::vector<std::vector<double>>(sweep.sizes.size()));
     for (size_t s = 0; s < sweep.sizes.size(); ++s) {
