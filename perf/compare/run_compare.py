@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side bandwidth of psdp-perf, ucx_perftest (ucp_put_bw) and Open MPI on one machine.
+"""Side-by-side bandwidth of psdp-perf, ucx_perftest (ucp_put_bw), Open MPI and PyTorch's gloo on one machine.
 
 A benchmark, not a test: it is not part of CI. perf/README.md documents it. Python standard library only.
 
@@ -12,7 +12,9 @@ psdp's direct algorithm reads with CMA; on buffers from psdp_mem_alloc (-R 1), w
 place; and on private buffers with PSDP_ALGORITHM=ring, the pipelined ring through staging.
 psdp-perf's private buffers ask for transparent huge pages (its default, -H 1). So that no peer is measured on worse
 memory, ucx_perftest and Open MPI also run with glibc's malloc asking for them (GLIBC_TUNABLES below), and
-the best of the variants is what psdp is compared with.
+the best of the variants is what psdp is compared with. PyTorch's gloo backend runs where a python with torch
+is at hand (the bindings' environment), and psdp's ratios are against the better collective peer per size.
+--plot draws busbw against size (matplotlib).
 """
 import argparse
 import json
@@ -104,6 +106,32 @@ def psdp_once(args, coll, tmp, mode):
         return {r["size"]: (r["out_of_place"]["busbw"], r["in_place"]["busbw"]) for r in json.load(f)["results"]}
 
 
+def gloo_once(args, coll, tmp, port):
+    """busbw (GB/s) per size of one run of PyTorch's gloo backend (gloo_coll_bench.py) on `coll`."""
+    out = os.path.join(tmp, f"gloo_{coll}.json")
+    bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gloo_coll_bench.py")
+    cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.gloo_python, bench, coll,
+           "--min", str(args.min), "--max", str(args.max), "--iters", str(args.iters), "--warmup",
+           str(args.warmup), "--port", str(port), "--json", out]
+    if run(cmd, args.timeout + 30) is None:
+        return {}
+    with open(out) as f:
+        return {r["size"]: r["busbw"] for r in json.load(f)["results"]}
+
+
+# gloo's place per collective: torch's all_reduce works in place, its reduce_scatter_tensor and
+# all_gather_into_tensor out of place.
+GLOO_PLACE = {"ar": 1, "rs": 0, "ag": 0}
+
+
+def default_gloo_python():
+    """The bindings' environment (scripts/python_tests.sh makes it) where its python imports torch, else None."""
+    python = os.path.expanduser("~/.cache/psdp/venv/bin/python")
+    if os.access(python, os.X_OK) and run([python, "-c", "import torch.distributed"], 120, quiet=True) is not None:
+        return python
+    return None
+
+
 def ucx_iters(size):
     # About 2 GiB moved per size, so that small sizes are not all noise and 256M stays under a second or two.
     return max(20, min(2000, (2 << 30) // size))
@@ -182,6 +210,47 @@ def ratio(a, b):
     return None if a is None or b is None or b == 0 else a / b
 
 
+def load_pyplot():
+    """matplotlib's pyplot on the file backend, or exit naming the package."""
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("run_compare: --plot needs matplotlib (Debian: apt-get install python3-matplotlib; run this "
+                 "script with /usr/bin/python3 where another python3 comes first)")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def draw_busbw(path, sizes, colls, lines_of, title):
+    """A PNG of busbw against size: a row per collective, out of place and in place side by side, a line per
+    system; lines_of[(coll, place)] maps a system's name to its busbw per size (None: not measured)."""
+    plt = load_pyplot()
+    names = {"ar": "all-reduce", "rs": "reduce-scatter", "ag": "all-gather"}
+    fig, axes = plt.subplots(len(colls), 2, figsize=(12, 3.6 * len(colls)), squeeze=False)
+    for row, c in enumerate(colls):
+        for place, label in ((0, "out of place"), (1, "in place")):
+            ax = axes[row][place]
+            if (c, place) not in lines_of:
+                ax.set_axis_off()
+                continue
+            for name, values in lines_of[(c, place)].items():
+                points = [(s, v) for s, v in zip(sizes, values) if v is not None]
+                if points:
+                    ax.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=3,
+                            linestyle="--" if "put_bw" in name else "-", label=name)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sizes, [human(s) for s in sizes], fontsize=7)
+            ax.set_ylabel("busbw (GB/s)")
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"{names.get(c, c)}, {label}", fontsize=10)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="psdp build directory (default: build)")
@@ -197,11 +266,19 @@ def main():
                         "PSDP_ALGORITHM=ring); default all three")
     p.add_argument("--no-ucx", action="store_true", help="skip ucx_perftest")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI")
+    p.add_argument("--gloo-python",
+                   help="a python that imports torch, to measure PyTorch's gloo backend (default: the bindings' "
+                        "environment, ~/.cache/psdp/venv, where it has torch; else gloo is left out, saying so)")
+    p.add_argument("--no-gloo", action="store_true", help="skip PyTorch's gloo backend")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     p.add_argument("--output", help="also write the markdown table to this file")
+    p.add_argument("--plot", help="also draw busbw against size as this PNG: a panel per collective and place, "
+                                  "a line per system (needs matplotlib: Debian's python3-matplotlib)")
     p.add_argument("--colls", default="ar,rs,ag",
                    help="collectives, psdp-perf's names: " + ",".join(KNOWN_COLLS) + " (default ar,rs,ag)")
     args = p.parse_args()
+    if args.plot:
+        load_pyplot()  # fail now, not after the measurements
     colls = tuple(c for c in args.colls.split(",") if c)
     if not colls or any(c not in KNOWN_COLLS for c in colls):
         sys.exit(f"run_compare: --colls {args.colls!r}: expected a list of {', '.join(KNOWN_COLLS)}")
@@ -217,6 +294,12 @@ def main():
     if not args.no_mpi and not (args.mpirun and mpicc):
         sys.exit("run_compare: mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev), "
                  "or pass --no-mpi")
+    if not args.no_gloo and not args.gloo_python:
+        args.gloo_python = default_gloo_python()
+        if not args.gloo_python:
+            print("run_compare: gloo left out: no python with torch (make ~/.cache/psdp/venv with "
+                  "scripts/python_tests.sh, or pass --gloo-python)", file=sys.stderr)
+    gloo_colls = [c for c in colls if c in GLOO_PLACE] if args.gloo_python and not args.no_gloo else []
     modes = [m for m in args.psdp_buffers.split(",") if m]
     if not modes or any(m not in PSDP_MODES for m in modes):
         sys.exit(f"run_compare: --psdp-buffers {args.psdp_buffers!r}: expected a list of {', '.join(PSDP_MODES)}")
@@ -234,6 +317,7 @@ def main():
     psdp = {(m, c, place): {s: [] for s in sizes} for m in modes for c in colls for place in (0, 1)}
     ucx = {v: {s: [] for s in sizes} for v in ucx_variants}
     mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in configs for c in colls for place in (0, 1)}
+    gloo = {c: {s: [] for s in sizes} for c in gloo_colls}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
         binary = os.path.join(tmp, "mpi_coll_bench")
         if not args.no_mpi:
@@ -255,6 +339,11 @@ def main():
                     for size in sizes:
                         port = port + 1 if port < 13999 else 13400
                         ucx[v][size].append(ucx_once(args, size, v, port))
+            for c in gloo_colls:
+                port = port + 1 if port < 13999 else 13400
+                for size, bw in gloo_once(args, c, tmp, port).items():
+                    if size in gloo[c]:
+                        gloo[c][size].append(bw)
             if not args.no_mpi:
                 for cfg in configs:
                     for c in colls:
@@ -273,30 +362,43 @@ def main():
                 ompi[(c, place, s)], ompi_winner[(c, place, s)] = max(cands) if cands else (None, "-")
         puts = [x for x in ((median(ucx[v][s]), v) for v in ucx_variants) if x[0] is not None]
         put[s], put_winner[s] = max(puts) if puts else (None, None)
+    # gloo's medians, in the one place it has per collective; then the best collective peer per column.
+    gloo_med = {(c, place, s): median(gloo[c][s]) if c in gloo and place == GLOO_PLACE[c] else None
+                for c in colls for place in (0, 1) for s in sizes}
+    peer, peer_name = {}, {}
+    for key in gloo_med:
+        cands = [x for x in ((ompi.get(key), "ompi"), (gloo_med[key], "gloo")) if x[0] is not None]
+        peer[key], peer_name[key] = max(cands) if cands else (None, "-")
     med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
     lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; \"ip\": in place "
              "(nccl-tests' in-place columns; MPI_IN_PLACE for Open MPI); put_bw: ucx_perftest one-sided put "
              "bandwidth, the best of UCX_TLS default/sm,self with and without huge pages; ompi: the best Open MPI "
-             "variant per size and column.", ""]
-    header = "| size | put_bw | " + " | ".join(f"ompi {c}{label}" for c in colls for _, label in places_of(c)) + " |"
+             "variant per size and column; gloo: PyTorch's gloo backend (all-reduce in place, the others out of "
+             "place, as torch runs them); peer: the better of ompi and gloo per size and column.", ""]
+    gloo_cols = [(c, GLOO_PLACE[c], label) for c in colls if c in gloo for place, label in places_of(c)
+                 if place == GLOO_PLACE[c]]
+    header = ("| size | put_bw | " + " | ".join(f"ompi {c}{label}" for c in colls for _, label in places_of(c)) +
+              "".join(f" | gloo {c}{label}" for c, _, label in gloo_cols) + " |")
     lines += ["Peers:", "", header, "|" + "---|" * (header.count("|") - 1)]
     for s in sizes:
         lines.append(f"| {human(s)} | {fmt(put[s])} | " +
-                     " | ".join(fmt(ompi[(c, place, s)]) for c in colls for place, _ in places_of(c)) + " |")
+                     " | ".join(fmt(ompi[(c, place, s)]) for c in colls for place, _ in places_of(c)) +
+                     "".join(f" | {fmt(gloo_med[(c, place, s)])}" for c, place, _ in gloo_cols) + " |")
     big, mid = 256 << 20, 16 << 20
-    # all-gather and reduce-scatter are also set against one-sided put bandwidth, every collective against Open MPI.
+    # all-gather and reduce-scatter are also set against one-sided put bandwidth, every collective against the
+    # best collective peer.
     put_ratios = [(c, place, label) for c in ("ag", "rs") if c in colls for place, label in places_of(c)]
-    ompi_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
+    peer_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
     for m in modes:
         header = ("| size | " + " | ".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + " | " +
                   " | ".join(f"{c}{label}/put" for c, _, label in put_ratios) + (" | " if put_ratios else "") +
-                  " | ".join(f"{c}{label}/ompi{label}" for c, _, label in ompi_ratios) + " |")
+                  " | ".join(f"{c}{label}/peer" for c, _, label in peer_ratios) + " |")
         rows = [header, "|" + "---|" * (header.count("|") - 1)]
         for s in sizes:
             bw = {(c, place): med[(m, c, place)][s] for c in colls for place in (0, 1)}
             cells = [fmt(bw[(c, place)]) for c in colls for place, _ in places_of(c)]
             cells += [fmt(ratio(bw[(c, place)], put[s])) for c, place, _ in put_ratios]
-            cells += [fmt(ratio(bw[(c, place)], ompi[(c, place, s)])) for c, place, _ in ompi_ratios]
+            cells += [fmt(ratio(bw[(c, place)], peer[(c, place, s)])) for c, place, _ in peer_ratios]
             rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
         lines += ["", f"psdp on {PSDP_MODES[m][0]}:", ""] + rows + [""]
         parts = []
@@ -308,6 +410,9 @@ def main():
         lines.append("best put_bw variant per size: " + "; ".join(
             f"{human(s)} {(put_winner[s][0] or 'default') + (' +thp' if put_winner[s][1] else '')}"
             for s in sizes if put_winner[s]))
+    lines.append("best peer per size: " + "; ".join(
+        f"{human(s)} " + "/".join(peer_name[(c, place, s)] for c in colls for place, _ in places_of(c))
+        for s in sizes) + " (" + "/".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + ")")
     if not args.no_mpi:
         lines.append("best Open MPI variant per size: " + "; ".join(
             f"{human(s)} " + "/".join(ompi_winner[(c, place, s)] for c in colls for place, _ in places_of(c))
@@ -318,6 +423,22 @@ def main():
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)
+    if args.plot:
+        lines_of = {}
+        for c in colls:
+            for place, _ in places_of(c):
+                panel = {f"psdp {m}: {PSDP_MODES[m][0].split(' (')[0]}": [med[(m, c, place)][s] for s in sizes]
+                         for m in modes}
+                if not args.no_mpi:
+                    panel["Open MPI, best variant per size"] = [ompi[(c, place, s)] for s in sizes]
+                if c in gloo and place == GLOO_PLACE[c]:
+                    panel["PyTorch gloo"] = [gloo_med[(c, place, s)] for s in sizes]
+                if not args.no_ucx:
+                    panel["ucp_put_bw (one-sided put, a bound)"] = [put[s] for s in sizes]
+                lines_of[(c, place)] = panel
+        draw_busbw(args.plot, sizes, colls, lines_of,
+                   f"busbw against size, float32 sum, {args.np} ranks, median of {args.reps}")
+        print(f"wrote {args.plot}")
 
 
 if __name__ == "__main__":

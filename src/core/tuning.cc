@@ -132,6 +132,11 @@ Result<coll::AlgorithmTable> hostAlgorithmTable(const Config& config, const Load
 
 Result<std::string> formatAlgorithmTable(const Config& config, const Environment& env, std::string_view signature) {
   PSDP_ASSIGN_OR_RETURN(LoadedTuning tuning, loadTuning(config, env));
+  // A malformed signature is an error with or without a file to match it against.
+  tune::InterconnectSignature job;
+  if (!signature.empty()) {
+    PSDP_ASSIGN_OR_RETURN(job, tune::parseSignatureText(signature, "signature"));
+  }
   std::string header;
   const tune::TuningSection* section = nullptr;
   if (!tuning.file) {
@@ -146,7 +151,6 @@ Result<std::string> formatAlgorithmTable(const Config& config, const Environment
         "(--signature picks one): {}\n",
         tuning.describe(), sections.empty() ? "no sections" : sections);
   } else {
-    PSDP_ASSIGN_OR_RETURN(tune::InterconnectSignature job, tune::parseSignatureText(signature, "signature"));
     std::string why;
     section = tuning.file->sectionFor(job, &why);
     header = section != nullptr

@@ -113,6 +113,16 @@ static void test_handle_arguments(void) {
   CHECK_ERROR(psdp_request_free(NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "request");
   CHECK_ERROR(psdp_comm_after(NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
   {
+    size_t len = 0;
+    CHECK_ERROR(psdp_comm_interconnect(NULL, NULL, &len), PSDP_ERR_INVALID_ARGUMENT, NULL, "comm");
+    CHECK_ERROR(psdp_algorithm_table_for(NULL, NULL, NULL, NULL), PSDP_ERR_INVALID_ARGUMENT, NULL, "len");
+    len = 4;
+    CHECK_ERROR(psdp_algorithm_table_for(NULL, NULL, NULL, &len), PSDP_ERR_INVALID_ARGUMENT, NULL, "buf");
+    len = 0;
+    CHECK_ERROR(psdp_algorithm_table_for(NULL, "provider=ucx", NULL, &len), PSDP_ERR_INVALID_ARGUMENT, NULL,
+                "lacks lanes=");
+  }
+  {
     size_t count = 0;
     psdp_grad_norm_t norm;
     CHECK_ERROR(psdp_state_step_events(NULL, NULL, 0, &count), PSDP_ERR_INVALID_ARGUMENT, NULL, "state");
@@ -259,6 +269,15 @@ static void test_one_rank_lifecycle(void) {
   CHECK(out[2] == 3);
   test_one_rank_requests(comm);
   test_more_collectives(comm);
+  {
+    /* One rank: no lanes to anyone, one host holding it. */
+    char signature[256];
+    size_t len = sizeof(signature);
+    CHECK(psdp_comm_interconnect(comm, signature, &len) == PSDP_SUCCESS);
+    CHECK(strcmp(signature, "provider=ucx lanes=* hosts=1 ranks-per-host=1") == 0);
+    CHECK(len == strlen(signature) + 1);
+    CHECK_ERROR(psdp_comm_interconnect(comm, signature, NULL), PSDP_ERR_INVALID_ARGUMENT, comm, "len");
+  }
 
   CHECK(psdp_comm_finalize(comm) == PSDP_SUCCESS);
   CHECK(psdp_comm_destroy(comm) == PSDP_SUCCESS);
