@@ -1,9 +1,14 @@
 #include "topo/hwloc_xml_checks.h"
 
+#include <hwloc.h>
+
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <string_view>
 #include <utility>
+
+#include "base/raii.h"
 
 namespace psdp::topo {
 namespace {
@@ -12,18 +17,40 @@ bool hasAttribute(const xmlNode* node, const char* name) {
   return xmlHasProp(node, reinterpret_cast<const xmlChar*>(name)) != nullptr;
 }
 
-// What hwloc 2.9's XML import crashes on although the document is well-formed: an object with a cpuset
-// but no complete_cpuset (or a nodeset but no complete_nodeset) passes its checks and is then dereferenced
-// while siblings are sorted (fixed upstream in open-mpi/hwloc#783). hwloc's own exports always write the
-// sets in pairs, so such a document is refused here, naming the line.
+using Bitmap = std::unique_ptr<hwloc_bitmap_s, FnDeleter<hwloc_bitmap_free>>;
+
+// The bitmap an attribute holds. REQUIRES: checkBitmaps passed (hwloc's reader asserts on some malformed
+// ones).
+Bitmap attributeBitmap(const xmlNode* node, const char* name) {
+  Bitmap bitmap(hwloc_bitmap_alloc());
+  xmlChar* text = xmlGetProp(node, reinterpret_cast<const xmlChar*>(name));
+  if (bitmap && text != nullptr) hwloc_bitmap_sscanf(bitmap.get(), reinterpret_cast<const char*>(text));
+  xmlFree(text);
+  return bitmap;
+}
+
+// What hwloc 2.9's XML import crashes on although the document is well-formed, in its objects' sets:
+// - a cpuset without its complete_cpuset (or a nodeset without its complete_nodeset) passes its checks and
+//   is then dereferenced while siblings are sorted (fixed upstream in open-mpi/hwloc#783);
+// - a cpuset (nodeset) with members its complete_cpuset (complete_nodeset) lacks: the import reads past
+//   what it built for the complete set (a null dereference).
+// hwloc's own exports always write the sets in pairs, each complete set a superset of the other, so such a
+// document is refused here, naming the line.
 Status checkObjectSets(const xmlNode* node, const std::string& origin) {
   for (; node != nullptr; node = node->next) {
     if (node->type != XML_ELEMENT_NODE) continue;
     if (xmlStrcmp(node->name, reinterpret_cast<const xmlChar*>("object")) == 0) {
       for (auto [set, complete] : {std::pair{"cpuset", "complete_cpuset"}, std::pair{"nodeset", "complete_nodeset"}}) {
-        if (hasAttribute(node, set) && !hasAttribute(node, complete)) {
+        if (!hasAttribute(node, set)) continue;
+        if (!hasAttribute(node, complete)) {
           return Status::invalidArgument("{}:{}: an object has a {} but no {} (hwloc writes both)", origin,
                                          xmlGetLineNo(node), set, complete);
+        }
+        Bitmap part = attributeBitmap(node, set), whole = attributeBitmap(node, complete);
+        if (!part || !whole) return Status::system("{}: no memory for a bitmap", origin);
+        if (!hwloc_bitmap_isincluded(part.get(), whole.get())) {
+          return Status::invalidArgument("{}:{}: an object's {} has members its {} lacks (hwloc writes a superset)",
+                                         origin, xmlGetLineNo(node), set, complete);
         }
       }
     }

@@ -15,7 +15,7 @@ namespace psdp::topo {
 // hwloc's import of its version-1 format dereferences null sets); a set attribute (cpuset, nodeset,
 // complete_cpuset, ...) is not a bitmap as hwloc writes one (a leading comma fails an assertion); an object
 // has a cpuset or nodeset without its complete_ twin (dereferenced null; fixed upstream in
-// open-mpi/hwloc#783).
+// open-mpi/hwloc#783), or with members its complete_ twin lacks (dereferenced null).
 Status checkHwlocDocument(const xmlDoc* doc, const std::string& origin);
 
 }  // namespace psdp::topo

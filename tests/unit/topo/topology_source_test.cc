@@ -237,6 +237,34 @@ TEST(TopologyFile, AnObjectWithoutItsCompleteSetIsRefusedBeforeHwloc) {
       << parsed.status().message();
 }
 
+// hwloc 2.9 dereferences null importing an object whose cpuset (or nodeset) has members its complete set
+// lacks (found by fuzz_topology); hwloc's exports always write a superset, and psdp refuses others first.
+TEST(TopologyFile, ASetOutsideItsCompleteSetIsRefusedBeforeHwloc) {
+  for (auto [sets, words] :
+       {std::pair{"cpuset=\"0x4\" complete_cpuset=\"0x3\" nodeset=\"0x1\" complete_nodeset=\"0x1\"",
+                  "crafted:2: an object's cpuset has members its complete_cpuset lacks"},
+        std::pair{"cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x3\" complete_nodeset=\"0x1\"",
+                  "crafted:2: an object's nodeset has members its complete_nodeset lacks"}}) {
+    const std::string text = std::string("<topology version=\"2.0\">\n  <object type=\"Machine\" os_index=\"0\" ") +
+                             sets + " gp_index=\"1\"/>\n</topology>\n";
+    Result<Topology> parsed = parseTopology(text, "crafted");
+    ASSERT_FALSE(parsed.isOk()) << text;
+    EXPECT_EQ(parsed.status().code(), PSDP_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(parsed.status().message().find(words), std::string::npos) << parsed.status().message();
+  }
+  // All ones from a word up ("0xf...f") includes every set, as in hwloc's own exports of a whole machine.
+  const std::string whole =
+      "<topology version=\"2.0\">\n  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x00000003\" "
+      "complete_cpuset=\"0xf...f\" nodeset=\"0x1\" complete_nodeset=\"0xf...f\" gp_index=\"1\">\n"
+      "    <object type=\"PU\" os_index=\"0\" cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\" "
+      "complete_nodeset=\"0x1\" gp_index=\"2\"/>\n"
+      "    <object type=\"PU\" os_index=\"1\" cpuset=\"0x2\" complete_cpuset=\"0x2\" nodeset=\"0x1\" "
+      "complete_nodeset=\"0x1\" gp_index=\"3\"/>\n  </object>\n</topology>\n";
+  Result<Topology> parsed = parseTopology(whole, "whole");
+  EXPECT_TRUE(parsed.isOk() || parsed.status().message().find("lacks") == std::string::npos)
+      << parsed.status().message();
+}
+
 // The test machine has no GPU (and perhaps one NUMA node): discovery still succeeds and describes the CPUs,
 // and NIC choice degrades to the CPU-only answer.
 TEST(LiveMachine, DiscoversCpusAndDegradesWithoutGpus) {
