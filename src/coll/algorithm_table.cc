@@ -120,35 +120,11 @@ Result<int> parseCount(std::string_view text) {
   return value;
 }
 
-Result<Algorithm> parseAlgorithm(std::string_view text) {
-  text = trim(text);
-  if (text == "ring") return Algorithm::kRing;
-  if (text == "rhd") return Algorithm::kRecursive;
-  if (text == "direct") return Algorithm::kDirect;
-  return Status::invalidArgument("unknown algorithm '{}' (ring, rhd or direct)", text);
-}
-
 Result<bool> parseFlag(std::string_view text) {
   text = trim(text);
   if (text == "1") return true;
   if (text == "0") return false;
   return Status::invalidArgument("'{}' is not 0 or 1", text);
-}
-
-Status parseKind(std::string_view text, AlgorithmRule& rule) {
-  text = trim(text);
-  if (text == "*") {
-    rule.any_kind = true;
-    return Status::ok();
-  }
-  for (OpKind kind : {OpKind::kAllReduce, OpKind::kReduceScatter, OpKind::kAllGather, OpKind::kBroadcast}) {
-    if (text == opKindName(kind)) {
-      rule.kind = kind;
-      return Status::ok();
-    }
-  }
-  return Status::invalidArgument("unknown collective '{}' (all-reduce, reduce-scatter, all-gather, broadcast or *)",
-                                 text);
 }
 
 // "<min>-<max>", either side may be empty (0 / no bound).
@@ -171,7 +147,7 @@ Status parseOption(std::string_view option, AlgorithmRule& rule) {
     return parseRange<int>(value, INT32_MAX, parseCount, rule.min_ranks, rule.max_ranks, "rank range");
   }
   if (name == "fallback") {
-    PSDP_ASSIGN_OR_RETURN(rule.fallback, parseAlgorithm(value));
+    PSDP_ASSIGN_OR_RETURN(rule.fallback, parseAlgorithmName(value));
     return AlgorithmTable::checkRule(rule);
   }
   if (name == "cma") {
@@ -205,13 +181,13 @@ Result<AlgorithmRule> parseRule(std::string_view text) {
   if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon) {
     return Status::invalidArgument("not <collective>:<min>-<max>=<algorithm>[,<option>=<value>...]");
   }
-  PSDP_RETURN_IF_ERROR(parseKind(text.substr(0, colon), rule));
+  PSDP_RETURN_IF_ERROR(parseCollectiveName(text.substr(0, colon), rule));
   PSDP_RETURN_IF_ERROR(parseRange<size_t>(
       text.substr(colon + 1, eq - colon - 1), SIZE_MAX, [](std::string_view t) { return parseBound(t, SIZE_MAX); },
       rule.min_bytes, rule.max_bytes, "size range"));
   std::string_view rest = text.substr(eq + 1);
   size_t comma = rest.find(',');
-  PSDP_ASSIGN_OR_RETURN(rule.algorithm, parseAlgorithm(rest.substr(0, comma)));
+  PSDP_ASSIGN_OR_RETURN(rule.algorithm, parseAlgorithmName(rest.substr(0, comma)));
   while (comma != std::string_view::npos) {
     rest.remove_prefix(comma + 1);
     comma = rest.find(',');
@@ -229,6 +205,30 @@ std::string formatBytes(size_t bytes) {
 }
 
 }  // namespace
+
+Result<Algorithm> parseAlgorithmName(std::string_view text) {
+  text = trim(text);
+  if (text == "ring") return Algorithm::kRing;
+  if (text == "rhd") return Algorithm::kRecursive;
+  if (text == "direct") return Algorithm::kDirect;
+  return Status::invalidArgument("unknown algorithm '{}' (ring, rhd or direct)", text);
+}
+
+Status parseCollectiveName(std::string_view text, AlgorithmRule& rule) {
+  text = trim(text);
+  if (text == "*") {
+    rule.any_kind = true;
+    return Status::ok();
+  }
+  for (OpKind kind : {OpKind::kAllReduce, OpKind::kReduceScatter, OpKind::kAllGather, OpKind::kBroadcast}) {
+    if (text == opKindName(kind)) {
+      rule.kind = kind;
+      return Status::ok();
+    }
+  }
+  return Status::invalidArgument("unknown collective '{}' (all-reduce, reduce-scatter, all-gather, broadcast or *)",
+                                 text);
+}
 
 const char* algorithmName(Algorithm algorithm) {
   switch (algorithm) {

@@ -81,6 +81,12 @@ struct AlgorithmRule {
   }
 };
 
+// The names rules use, as PSDP_ALGORITHMS and tuning files write them (surrounding spaces ignored). Errors:
+// invalid argument naming the word and what it may be.
+Result<Algorithm> parseAlgorithmName(std::string_view text);  // ring, rhd, direct
+// all-reduce, reduce-scatter, all-gather, broadcast, or * (every one), into `rule`.
+Status parseCollectiveName(std::string_view text, AlgorithmRule& rule);
+
 class AlgorithmTable {
  public:
   // The built-in rules alone.

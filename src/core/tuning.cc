@@ -16,33 +16,17 @@ bool fileExists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-Result<coll::OpKind> opKindOf(const std::string& collective) {
-  for (coll::OpKind kind :
-       {coll::OpKind::kAllReduce, coll::OpKind::kReduceScatter, coll::OpKind::kAllGather, coll::OpKind::kBroadcast}) {
-    if (collective == coll::opKindName(kind)) return kind;
-  }
-  return Status::invalidArgument("'{}' is not a collective", collective);
-}
-
-coll::Algorithm algorithmOf(const std::string& name) {
-  if (name == "rhd") return coll::Algorithm::kRecursive;
-  if (name == "direct") return coll::Algorithm::kDirect;
-  return coll::Algorithm::kRing;
-}
-
 Result<coll::AlgorithmRule> algorithmRuleOf(const tune::CollectiveRule& in) {
   coll::AlgorithmRule rule;
-  if (in.collective == "*") {
-    rule.any_kind = true;
-  } else {
-    PSDP_ASSIGN_OR_RETURN(rule.kind, opKindOf(in.collective));
-  }
+  PSDP_RETURN_IF_ERROR(coll::parseCollectiveName(in.collective, rule));
   rule.min_ranks = in.min_ranks;
   rule.max_ranks = in.max_ranks == INT_MAX ? INT32_MAX : in.max_ranks;
   rule.min_bytes = in.min_bytes;
   rule.max_bytes = in.max_bytes;
-  rule.algorithm = algorithmOf(in.algorithm);
-  if (!in.fallback.empty()) rule.fallback = algorithmOf(in.fallback);
+  PSDP_ASSIGN_OR_RETURN(rule.algorithm, coll::parseAlgorithmName(in.algorithm));
+  if (!in.fallback.empty()) {
+    PSDP_ASSIGN_OR_RETURN(rule.fallback, coll::parseAlgorithmName(in.fallback));
+  }
   if (in.cma >= 0) rule.cma = in.cma != 0;
   if (in.stream >= 0) rule.streaming = in.stream != 0;
   if (in.backoff >= 0) rule.backoff = in.backoff;
