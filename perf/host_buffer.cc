@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 
 #include <psdp/psdp.h>
 
@@ -39,6 +40,16 @@ HostBuffer::HostBuffer(size_t bytes, bool huge_pages, bool shared) {
 HostBuffer::~HostBuffer() {
   if (shared_) (void)psdp_mem_free(data_);
   if (mapping_ != nullptr) (void)munmap(mapping_, mapped_);
+}
+
+std::string transparentHugePageMode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(in, line)) return "unknown";
+  const size_t open = line.find('[');
+  const size_t close = line.find(']', open);
+  if (open == std::string::npos || close == std::string::npos) return "unknown";
+  return line.substr(open + 1, close - open - 1);
 }
 
 }  // namespace psdp::perf

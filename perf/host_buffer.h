@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace psdp::perf {
 
@@ -26,5 +27,10 @@ class HostBuffer {
   size_t mapped_ = 0;
   char* data_ = nullptr;
 };
+
+// The system's transparent huge page mode (always, madvise or never: the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/enabled), or "unknown". Under "always" small-page buffers get huge
+// pages too, so every table names it.
+std::string transparentHugePageMode();
 
 }  // namespace psdp::perf

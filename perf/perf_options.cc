@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "host_buffer.h"
+
 namespace psdp::perf {
 
 bool parseSize(const char* text, size_t* out) {
@@ -272,8 +274,8 @@ const char* usage() {
          "  -o, --op OP           sum prod min max avg premulsum, or all (default sum)\n"
          "  -r, --root R          root of bcast, reduce, gather, scatter (default 0)\n"
          "  -z, --blocking 0|1    1: blocking calls (default); 0: nonblocking requests, waited on at once\n"
-         "  -H, --huge_pages 0|1  1: ask for transparent huge pages for the buffers (default), as framework\n"
-         "                        host allocators do for large tensors; 0: small pages\n"
+         "  -H, --huge_pages 0|1  0: small pages (default), what a framework's allocator hands over unless\n"
+         "                        told otherwise; 1: ask for transparent huge pages for the buffers (madvise)\n"
          "  -R, --local_register 0|1  1: buffers from psdp_mem_alloc, which psdp's direct collectives reach\n"
          "                        from the other ranks of the host (as nccl-tests -R registers them); 0:\n"
          "                        private memory (default)\n"
@@ -352,10 +354,12 @@ size_t nextSize(const Options& o, size_t bytes) {
 
 void Report::header() {
   if (!out_) return;
-  std::fprintf(out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, %d in flight, check %s, %s calls, %s\n",
-               collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "on" : "off",
-               o_.blocking && o_.agg == 1 ? "blocking" : "nonblocking",
-               o_.shared_buffers ? "psdp_mem_alloc buffers" : (o_.huge_pages ? "huge pages" : "small pages"));
+  std::fprintf(
+      out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, %d in flight, check %s, %s calls, %s (THP mode %s)\n",
+      collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "on" : "off",
+      o_.blocking && o_.agg == 1 ? "blocking" : "nonblocking",
+      o_.shared_buffers ? "psdp_mem_alloc buffers" : (o_.huge_pages ? "huge pages (-H 1)" : "small pages"),
+      transparentHugePageMode().c_str());
   std::fprintf(out_, "#\n");
   std::fprintf(out_, "# %10s  %12s  %8s  %9s  %6s  %36s  %36s\n", "", "", "", "", "", "out-of-place", "in-place");
   std::fprintf(out_, "# %10s  %12s  %8s  %9s  %6s  %9s %8s %8s %7s  %9s %8s %8s %7s\n", "size", "count", "type",
@@ -472,6 +476,9 @@ bool Report::writeJson() const {
   std::fprintf(
       f, "{\"collective\": \"%s\", \"nranks\": %d, \"iters\": %d, \"warmup\": %d, \"agg_iters\": %d, \"check\": %s,\n",
       collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "true" : "false");
+  std::fprintf(f, " \"buffers\": \"%s\", \"thp_mode\": \"%s\",\n",
+               o_.shared_buffers ? "psdp_mem_alloc" : (o_.huge_pages ? "huge pages" : "small pages"),
+               transparentHugePageMode().c_str());
   std::fprintf(f, " \"busbw_factor\": %.6f, \"unsupported\": [", busFactor(o_.collective, nranks_));
   for (size_t i = 0; i < skipped_.size(); ++i) std::fprintf(f, "%s%s", i ? ", " : "", jsonString(skipped_[i]).c_str());
   std::fprintf(f, "],\n \"min_busbw\": %g, \"below_min_busbw\": [", o_.min_busbw);

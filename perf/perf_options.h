@@ -43,7 +43,7 @@ struct Options {
   int root = 0;                 // -r: root of broadcast, reduce, gather and scatter
   bool blocking = true;         // -z 0: post each call with a request and wait on it
   bool shared_buffers = false;  // -R 1: buffers from psdp_mem_alloc, which direct collectives can reach
-  bool huge_pages = true;       // -H 0: buffers on small pages (no transparent huge page advice)
+  bool huge_pages = false;      // -H 1: transparent huge pages advised for the buffers
   std::vector<psdp_dtype_t> dtypes{PSDP_FLOAT32};
   std::vector<Reduction> ops{Reduction::kSum};
   std::string json_path;  // -J

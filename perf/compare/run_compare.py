@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Side-by-side bandwidth of psdp-perf, ucx_perftest (ucp_put_bw), Open MPI and PyTorch's gloo on one machine.
+"""Side-by-side bandwidth of psdp-perf, UCC (ucc_perftest), Open MPI, PyTorch's gloo and ucx_perftest
+(ucp_put_bw) on one machine.
 
 A benchmark, not a test: it is not part of CI. perf/README.md documents it. Python standard library only.
 
@@ -10,13 +11,17 @@ shared-memory tunings and the best median per size is kept, so that psdp is comp
 psdp-perf runs up to three times per collective, each with its own table: on private buffers (-R 0), which
 psdp's direct algorithm reads with CMA; on buffers from psdp_mem_alloc (-R 1), which it maps and reads in
 place; and on private buffers with PSDP_ALGORITHM=ring, the pipelined ring through staging.
-psdp-perf's private buffers ask for transparent huge pages (its default, -H 1). So that no peer is measured on worse
-memory, ucx_perftest and Open MPI also run with glibc's malloc asking for them (GLIBC_TUNABLES below), and
-the best of the variants is what psdp is compared with. PyTorch's gloo backend runs where a python with torch
-is at hand (the bindings' environment), and psdp's ratios are against the better collective peer per size.
+Every system runs on the same pages: --pages small (default) measures on the small pages a framework's
+allocator hands over unless told otherwise (psdp-perf -H 0, the peers' own malloc); --pages huge asks for
+transparent huge pages everywhere (psdp-perf -H 1; glibc's malloc in every peer through GLIBC_TUNABLES
+below). Under the system's THP mode "always" both get huge pages; the table names the mode. UCC runs where
+perf/compare/build_ucc.sh (or --ucc-perftest) gives a ucc_perftest, under its default selection and the
+documented TL/UCP algorithm variants below, best per size kept; PyTorch's gloo backend where a python with
+torch is at hand (the bindings' environment). psdp's ratios are against the best collective peer per size.
 --plot draws busbw against size (matplotlib).
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -53,8 +58,26 @@ MPI_CONFIGS = {
                      "--mca", "coll_tuned_allgather_algorithm", "6", "--mca",
                      "coll_tuned_reduce_scatter_block_algorithm", "4"],
 }
-# The same variants with huge pages for the benchmark's malloc'd buffers.
-MPI_CONFIGS.update({name + "+thp": ["-x", THP_ENV] + argv for name, argv in list(MPI_CONFIGS.items())})
+
+# UCC variants: its own selection (TL/UCP: all-reduce sra_knomial from 4 KiB, all-gather ring, reduce-scatter
+# ring, its only algorithm in UCC 1.3), and knomial forced for every size of all-reduce and all-gather
+# (UCC_TL_UCP_TUNE, '#'-separated coll:score:@algorithm tokens; UCC's docs/user_guide.md).
+UCC_CONFIGS = {
+    "default": None,
+    "knomial": "allreduce:inf:@knomial#allgather:inf:@knomial",
+}
+UCC_COLL = {"ar": "allreduce", "rs": "reduce_scatter", "ag": "allgather"}
+DEFAULT_UCC = os.path.expanduser("~/.cache/psdp/ucc/bin/ucc_perftest")
+
+
+def thp_mode():
+    """The system's transparent huge page mode, the bracketed word of its sysfs file, or "unknown"."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            m = re.search(r"\[(\w+)\]", f.read())
+        return m.group(1) if m else "unknown"
+    except OSError:
+        return "unknown"
 
 
 def parse_size(text):
@@ -98,7 +121,7 @@ def psdp_once(args, coll, tmp, mode):
     out = os.path.join(tmp, f"psdp_{coll}.json")
     cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.psdp_perf, coll, "-b",
            str(args.min), "-e", str(args.max), "-f", "2", "-n", str(args.iters), "-w", str(args.warmup), "-c", "0",
-           "-R", shared, "-J", out]
+           "-R", shared, "-H", "1" if args.pages == "huge" else "0", "-J", out]
     env = dict(os.environ, PSDP_ALGORITHM=algorithm) if algorithm else None
     if run(cmd, args.timeout + 30, env=env) is None:
         return {}
@@ -113,7 +136,7 @@ def gloo_once(args, coll, tmp, port):
     cmd = [args.psdp_run, "-n", str(args.np), "--timeout", str(args.timeout), "--", args.gloo_python, bench, coll,
            "--min", str(args.min), "--max", str(args.max), "--iters", str(args.iters), "--warmup",
            str(args.warmup), "--port", str(port), "--json", out]
-    if run(cmd, args.timeout + 30) is None:
+    if run(cmd, args.timeout + 30, env=peer_env(args)) is None:
         return {}
     with open(out) as f:
         return {r["size"]: r["busbw"] for r in json.load(f)["results"]}
@@ -132,20 +155,28 @@ def default_gloo_python():
     return None
 
 
+UCX_VARIANTS = ("", "sm,self")  # UCX_TLS for ucp_put_bw: UCX's default choice, and shared memory only
+
+
 def ucx_iters(size):
     # About 2 GiB moved per size, so that small sizes are not all noise and 256M stays under a second or two.
     return max(20, min(2000, (2 << 30) // size))
 
 
-def ucx_once(args, size, variant, port):
-    """ucp_put_bw overall bandwidth in GB/s (1e9, as psdp-perf) for one size, server and client on localhost."""
-    tls, thp = variant
+def peer_env(args):
+    """The environment of a peer's processes: with --pages huge, glibc's malloc asks for huge pages."""
     env = dict(os.environ)
-    if tls:
-        env["UCX_TLS"] = tls
-    if thp:
+    if args.pages == "huge":
         key, value = THP_ENV.split("=", 1)
         env[key] = value
+    return env
+
+
+def ucx_once(args, size, tls, port):
+    """ucp_put_bw overall bandwidth in GB/s (1e9, as psdp-perf) for one size, server and client on localhost."""
+    env = peer_env(args)
+    if tls:
+        env["UCX_TLS"] = tls
     n = ucx_iters(size)
     common = ["-t", "ucp_put_bw", "-s", str(size), "-n", str(n), "-w", str(max(2, n // 10)), "-p", str(port)]
     server = subprocess.Popen([args.ucx_perftest] + common, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -173,10 +204,15 @@ def ucx_once(args, size, variant, port):
     return None
 
 
+def mpi_thp(args):
+    """mpirun's arguments that pass --pages huge's malloc setting to the ranks."""
+    return ["-x", THP_ENV] if args.pages == "huge" else []
+
+
 def mpi_once(args, binary, coll, config, in_place):
     """busbw (GB/s) per size of one mpi_coll_bench run, out of place or in place (MPI_IN_PLACE)."""
-    cmd = [args.mpirun] + MPI_BASE + MPI_CONFIGS[config] + ["-np", str(args.np), binary, coll, str(args.min),
-                                                            str(args.max), str(args.iters), str(args.warmup)]
+    cmd = [args.mpirun] + MPI_BASE + mpi_thp(args) + MPI_CONFIGS[config] + [
+        "-np", str(args.np), binary, coll, str(args.min), str(args.max), str(args.iters), str(args.warmup)]
     if in_place:
         cmd.append("in-place")
     out = run(cmd, args.timeout)
@@ -188,6 +224,34 @@ def mpi_once(args, binary, coll, config, in_place):
         if len(fields) == 4 and fields[0].isdigit():
             result[int(fields[0])] = float(fields[3])
     return result
+
+
+def ucc_once(args, coll, config, in_place):
+    """busbw (GB/s) per size (psdp-perf's size: the whole buffer) of one ucc_perftest run under mpirun, float32
+    sum on host memory, the busbw of the slowest rank's time (ucc_perftest -F's last column)."""
+    per_rank = coll in ("rs", "ag")  # ucc_perftest counts rs's and ag's elements per rank
+    count = lambda size: size // 4 // (args.np if per_rank else 1)
+    tune = ["-x", "UCC_TL_UCP_TUNE=" + UCC_CONFIGS[config]] if UCC_CONFIGS[config] else []
+    cmd = [args.mpirun] + MPI_BASE + mpi_thp(args) + tune + [
+        "-np", str(args.np), args.ucc_perftest, "-c", UCC_COLL[coll], "-b", str(count(args.min)), "-e",
+        str(count(args.max)), "-d", "float32", "-o", "sum", "-m", "host", "-n", str(args.iters), "-w",
+        str(args.warmup), "-F"] + (["-i"] if in_place else [])
+    out = run(cmd, args.timeout)
+    if out is None:
+        return {}
+    result = {}
+    for line in out.splitlines():
+        fields = line.split()
+        # count, size, time avg/min/max (us), busbw avg/max/min (GB/s)
+        if len(fields) == 8 and fields[0].isdigit():
+            result[int(fields[0]) * 4 * (args.np if per_rank else 1)] = float(fields[7])
+    return result
+
+
+def ucc_version(args):
+    """UCC's version line from ucc_info -v beside ucc_perftest, or "version unknown"."""
+    out = run([os.path.join(os.path.dirname(args.ucc_perftest), "ucc_info"), "-v"], 60, quiet=True)
+    return out.splitlines()[0].strip().lstrip("# ") if out else "version unknown"
 
 
 def nominal(size, sizes):
@@ -251,6 +315,212 @@ def draw_busbw(path, sizes, colls, lines_of, title):
     fig.savefig(path, dpi=110)
 
 
+SPINNERS = 2
+LOAD_TITLES = {"quiet": "quiet machine", "spinners": f"under contention: {SPINNERS} spinning shell loops"}
+PAGES = {"small": "small pages (no huge-page advice)", "huge": "transparent huge pages asked for"}
+_port = [13400]
+
+
+def next_port():
+    """A fresh TCP port for the next rendezvous (ucx_perftest, gloo), cycling through 13400-13999."""
+    _port[0] = _port[0] + 1 if _port[0] < 13999 else 13400
+    return _port[0]
+
+
+@contextlib.contextmanager
+def spinners(count):
+    """`count` busy shell loops (while :; do :; done) running for the duration of the block, then killed and
+    reaped. psdp and its peers keep their own priority and scheduling policy."""
+    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            proc.kill()
+        for proc in procs:
+            proc.wait()
+
+
+class Samples:
+    """Every repetition's busbw per system, variant, collective, place and size, for one load."""
+
+    def __init__(self, args):
+        sizes = args.sizes
+        self.psdp = {(m, c, place): {s: [] for s in sizes} for m in args.modes for c in args.colls
+                     for place in (0, 1)}
+        self.ucx = {v: {s: [] for s in sizes} for v in UCX_VARIANTS}
+        self.mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in args.configs for c in args.colls
+                    for place in (0, 1)}
+        self.gloo = {c: {s: [] for s in sizes} for c in args.gloo_colls}
+        self.ucc = {(cfg, c, place): {s: [] for s in sizes} for cfg in args.ucc_list for c in args.ucc_colls
+                    for place in (0, 1)}
+
+
+def add(table, size, sizes, value):
+    """Appends `value` to the samples of the nominal size that `size` stands for, if it is one of `sizes`."""
+    size = nominal(size, sizes)
+    if size in table:
+        table[size].append(value)
+
+
+def measure_round(args, samples, tmp):
+    """One repetition: every system and variant once, in turn."""
+    sizes = args.sizes
+    for m in args.modes:
+        for c in args.colls:
+            for size, both in psdp_once(args, c, tmp, m).items():
+                for place in (0, 1):
+                    add(samples.psdp[(m, c, place)], size, sizes, both[place])
+    if not args.no_ucx:
+        for v in UCX_VARIANTS:
+            for size in sizes:
+                samples.ucx[v][size].append(ucx_once(args, size, v, next_port()))
+    for c in args.gloo_colls:
+        for size, bw in gloo_once(args, c, tmp, next_port()).items():
+            add(samples.gloo[c], size, sizes, bw)
+    for cfg in args.configs:
+        for c in args.colls:
+            for place, _ in places_of(c):
+                for size, bw in mpi_once(args, args.mpi_bench, c, cfg, place).items():
+                    add(samples.mpi[(cfg, c, place)], size, sizes, bw)
+    for cfg in args.ucc_list:
+        for c in args.ucc_colls:
+            for place, _ in places_of(c):
+                for size, bw in ucc_once(args, c, cfg, place).items():
+                    add(samples.ucc[(cfg, c, place)], size, sizes, bw)
+
+
+def best_of(samples, variants, key_of, size):
+    """(the best median busbw, its variant) over `variants` at `size`, or (None, "-")."""
+    cands = [(median(samples[key_of(v)][size]), v) for v in variants if key_of(v) in samples]
+    cands = [x for x in cands if x[0] is not None]
+    return max(cands) if cands else (None, "-")
+
+
+class Summary:
+    """Medians of one load's samples: psdp's per mode, each peer's best variant, the best collective peer."""
+
+    def __init__(self, args, samples):
+        self.ompi, self.ompi_winner, self.ucc, self.ucc_winner, self.put, self.put_winner = {}, {}, {}, {}, {}, {}
+        for s in args.sizes:
+            for c in args.colls:
+                for place, _ in places_of(c):
+                    key = (c, place, s)
+                    self.ompi[key], self.ompi_winner[key] = best_of(samples.mpi, args.configs,
+                                                                    lambda cfg: (cfg, c, place), s)
+                    self.ucc[key], self.ucc_winner[key] = best_of(samples.ucc, args.ucc_list,
+                                                                  lambda cfg: (cfg, c, place), s)
+            self.put[s], self.put_winner[s] = best_of(samples.ucx, UCX_VARIANTS, lambda v: v, s)
+        # gloo's medians, in the one place it has per collective; then the best collective peer per column.
+        self.gloo = {(c, place, s): median(samples.gloo[c][s]) if c in samples.gloo and place == GLOO_PLACE[c]
+                     else None for c in args.colls for place in (0, 1) for s in args.sizes}
+        self.peer, self.peer_name = {}, {}
+        for key in self.gloo:
+            cands = [x for x in ((self.ompi.get(key), "ompi"), (self.ucc.get(key), "ucc"), (self.gloo[key], "gloo"))
+                     if x[0] is not None]
+            self.peer[key], self.peer_name[key] = max(cands) if cands else (None, "-")
+        self.psdp = {key: {s: median(v[s]) for s in args.sizes} for key, v in samples.psdp.items()}
+
+
+def report_lines(args, sm):
+    """The markdown tables of one load's summary: the peers, then psdp per mode with its ratios."""
+    sizes, colls = args.sizes, args.colls
+    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}, every system on "
+             f"{PAGES[args.pages]}, system THP mode {thp_mode()}; \"ip\": in place (nccl-tests' in-place columns; "
+             "MPI_IN_PLACE for Open MPI, -i for UCC); put_bw: ucx_perftest one-sided put bandwidth, the better of "
+             "UCX_TLS default and sm,self; ompi: the best Open MPI variant per size and column; ucc: the best UCC "
+             "variant; gloo: PyTorch's gloo backend (all-reduce in place, the others out of place, as torch runs "
+             "them); peer: the best of ompi, ucc and gloo per size and column.", ""]
+    gloo_cols = [(c, GLOO_PLACE[c], label) for c in args.gloo_colls for place, label in places_of(c)
+                 if place == GLOO_PLACE[c]]
+    ucc_cols = [(c, place, label) for c in args.ucc_colls for place, label in places_of(c)]
+    ompi_cols = [(c, place, label) for c in colls for place, label in places_of(c)] if args.configs else []
+    header = ("| size | put_bw" + "".join(f" | ompi {c}{label}" for c, _, label in ompi_cols) +
+              "".join(f" | ucc {c}{label}" for c, _, label in ucc_cols) +
+              "".join(f" | gloo {c}{label}" for c, _, label in gloo_cols) + " |")
+    lines += ["Peers:", "", header, "|" + "---|" * (header.count("|") - 1)]
+    for s in sizes:
+        lines.append(f"| {human(s)} | {fmt(sm.put[s])}" +
+                     "".join(f" | {fmt(sm.ompi[(c, place, s)])}" for c, place, _ in ompi_cols) +
+                     "".join(f" | {fmt(sm.ucc[(c, place, s)])}" for c, place, _ in ucc_cols) +
+                     "".join(f" | {fmt(sm.gloo[(c, place, s)])}" for c, place, _ in gloo_cols) + " |")
+    big, mid = 256 << 20, 16 << 20
+    # all-gather and reduce-scatter are also set against one-sided put bandwidth, every collective against the
+    # best collective peer.
+    put_ratios = [(c, place, label) for c in ("ag", "rs") if c in colls for place, label in places_of(c)]
+    peer_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
+    for m in args.modes:
+        med = sm.psdp
+        header = ("| size | " + " | ".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + " | " +
+                  " | ".join(f"{c}{label}/put" for c, _, label in put_ratios) + (" | " if put_ratios else "") +
+                  " | ".join(f"{c}{label}/peer" for c, _, label in peer_ratios) + " |")
+        rows = [header, "|" + "---|" * (header.count("|") - 1)]
+        for s in sizes:
+            bw = {(c, place): med[(m, c, place)][s] for c in colls for place in (0, 1)}
+            cells = [fmt(bw[(c, place)]) for c in colls for place, _ in places_of(c)]
+            cells += [fmt(ratio(bw[(c, place)], sm.put[s])) for c, place, _ in put_ratios]
+            cells += [fmt(ratio(bw[(c, place)], sm.peer[(c, place, s)])) for c, place, _ in peer_ratios]
+            rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
+        lines += ["", f"psdp on {PSDP_MODES[m][0]}:", ""] + rows + [""]
+        parts = [f"{c}{label} {fmt(ratio(med[(m, c, place)].get(big), med[(m, c, place)].get(mid)))}"
+                 for c in colls for place, label in places_of(c)]
+        lines.append(f"psdp ({m}) busbw 256M/16M: " + ", ".join(parts))
+    columns = "/".join(f"{c}{label}" for c in colls for _, label in places_of(c))
+    if not args.no_ucx:
+        lines.append("best put_bw variant per size: " + "; ".join(
+            f"{human(s)} {sm.put_winner[s] or 'default'}" for s in sizes if sm.put_winner[s] != "-"))
+    lines.append("best peer per size: " + "; ".join(
+        f"{human(s)} " + "/".join(sm.peer_name[(c, place, s)] for c in colls for place, _ in places_of(c))
+        for s in sizes) + f" ({columns})")
+    if args.configs:
+        lines.append("best Open MPI variant per size: " + "; ".join(
+            f"{human(s)} " + "/".join(sm.ompi_winner[(c, place, s)] for c in colls for place, _ in places_of(c))
+            for s in sizes) + f" ({columns})")
+        lines.append("Open MPI base: mpirun " + " ".join(MPI_BASE + mpi_thp(args)) + " -np " + str(args.np))
+    if args.ucc_list:
+        lines.append("best UCC variant per size: " + "; ".join(
+            f"{human(s)} " + "/".join(sm.ucc_winner[(c, place, s)] for c, place, _ in ucc_cols) for s in sizes) +
+            " (" + "/".join(f"{c}{label}" for c, _, label in ucc_cols) + "); UCC " + ucc_version(args))
+    return lines
+
+
+def contention_lines(args, quiet, loaded):
+    """psdp's busbw under the spinners as a fraction of its quiet busbw, and against the best loaded peer."""
+    cols = [(c, place, label) for c in args.colls for place, label in places_of(c)]
+    lines = []
+    for m in args.modes:
+        header = ("| size | " + " | ".join(f"{c}{label} loaded/quiet" for c, _, label in cols) + " | " +
+                  " | ".join(f"{c}{label} loaded/peer" for c, _, label in cols) + " |")
+        rows = [header, "|" + "---|" * (header.count("|") - 1)]
+        for s in args.sizes:
+            cells = [fmt(ratio(loaded.psdp[(m, c, place)][s], quiet.psdp[(m, c, place)][s])) for c, place, _ in cols]
+            cells += [fmt(ratio(loaded.psdp[(m, c, place)][s], loaded.peer[(c, place, s)])) for c, place, _ in cols]
+            rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
+        lines += ["", f"## psdp ({m}) under contention: loaded/quiet, and loaded against the best loaded peer", ""]
+        lines += rows
+    return lines
+
+
+def plot_panels(args, sm):
+    """draw_busbw's lines: per (collective, place), a line per psdp mode and per peer's best variant."""
+    panels = {}
+    ucc_cols = {(c, place) for c in args.ucc_colls for place, _ in places_of(c)}
+    for c in args.colls:
+        for place, _ in places_of(c):
+            panel = {f"psdp {m}: {PSDP_MODES[m][0].split(' (')[0]}": [sm.psdp[(m, c, place)][s] for s in args.sizes]
+                     for m in args.modes}
+            if args.configs:
+                panel["Open MPI, best variant per size"] = [sm.ompi[(c, place, s)] for s in args.sizes]
+            if (c, place) in ucc_cols:
+                panel["UCC, best variant per size"] = [sm.ucc[(c, place, s)] for s in args.sizes]
+            if c in args.gloo_colls and place == GLOO_PLACE[c]:
+                panel["PyTorch gloo"] = [sm.gloo[(c, place, s)] for s in args.sizes]
+            if not args.no_ucx:
+                panel["ucp_put_bw (one-sided put, a bound)"] = [sm.put[s] for s in args.sizes]
+            panels[(c, place)] = panel
+    return panels
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--build", default=os.path.join(REPO, "build"), help="psdp build directory (default: build)")
@@ -270,6 +540,20 @@ def main():
                    help="a python that imports torch, to measure PyTorch's gloo backend (default: the bindings' "
                         "environment, ~/.cache/psdp/venv, where it has torch; else gloo is left out, saying so)")
     p.add_argument("--no-gloo", action="store_true", help="skip PyTorch's gloo backend")
+    p.add_argument("--ucc-perftest", default=None,
+                   help="UCC's ucc_perftest (default: " + DEFAULT_UCC.replace(os.path.expanduser("~"), "~") +
+                        ", where perf/compare/build_ucc.sh installs it, else ucc_perftest on PATH; else UCC is "
+                        "left out, saying so)")
+    p.add_argument("--ucc-configs", default=",".join(UCC_CONFIGS), help="UCC variants to try")
+    p.add_argument("--no-ucc", action="store_true", help="skip UCC")
+    p.add_argument("--pages", choices=("small", "huge"), default="small",
+                   help="the pages every system's buffers are on: small (default: no advice, what a framework's "
+                        "allocator hands over) or huge (transparent huge pages asked for: psdp-perf -H 1, "
+                        "GLIBC_TUNABLES for the peers)")
+    p.add_argument("--load", choices=("quiet", "spinners", "both"), default="quiet",
+                   help="quiet (default); spinners: every system measured while two busy shell loops "
+                        "(while :; do :; done) compete for the cores, as a framework's threads do; both: each "
+                        "repetition quiet, then under the spinners, with a table of psdp's loaded/quiet ratios")
     p.add_argument("--timeout", type=int, default=600, help="seconds per run (default 600)")
     p.add_argument("--output", help="also write the markdown table to this file")
     p.add_argument("--plot", help="also draw busbw against size as this PNG: a panel per collective and place, "
@@ -294,152 +578,72 @@ def main():
     if not args.no_mpi and not (args.mpirun and mpicc):
         sys.exit("run_compare: mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev), "
                  "or pass --no-mpi")
+    if not args.no_ucc:
+        if not args.ucc_perftest:
+            args.ucc_perftest = DEFAULT_UCC if os.access(DEFAULT_UCC, os.X_OK) else shutil.which("ucc_perftest")
+        if not args.ucc_perftest:
+            print("run_compare: UCC left out: no ucc_perftest (build one with perf/compare/build_ucc.sh "
+                  "SOURCE_DIR, or pass --ucc-perftest)", file=sys.stderr)
+        elif not args.mpirun:
+            print("run_compare: UCC left out: ucc_perftest needs mpirun (Debian: openmpi-bin)", file=sys.stderr)
+            args.ucc_perftest = None
+    args.ucc_list = [c for c in args.ucc_configs.split(",") if c] if args.ucc_perftest and not args.no_ucc else []
+    for c in args.ucc_list:
+        if c not in UCC_CONFIGS:
+            sys.exit(f"run_compare: unknown UCC config {c!r} (known: {', '.join(UCC_CONFIGS)})")
+    args.ucc_colls = [c for c in colls if c in UCC_COLL] if args.ucc_list else []
     if not args.no_gloo and not args.gloo_python:
         args.gloo_python = default_gloo_python()
         if not args.gloo_python:
             print("run_compare: gloo left out: no python with torch (make ~/.cache/psdp/venv with "
                   "scripts/python_tests.sh, or pass --gloo-python)", file=sys.stderr)
-    gloo_colls = [c for c in colls if c in GLOO_PLACE] if args.gloo_python and not args.no_gloo else []
-    modes = [m for m in args.psdp_buffers.split(",") if m]
-    if not modes or any(m not in PSDP_MODES for m in modes):
+    args.gloo_colls = [c for c in colls if c in GLOO_PLACE] if args.gloo_python and not args.no_gloo else []
+    args.modes = [m for m in args.psdp_buffers.split(",") if m]
+    if not args.modes or any(m not in PSDP_MODES for m in args.modes):
         sys.exit(f"run_compare: --psdp-buffers {args.psdp_buffers!r}: expected a list of {', '.join(PSDP_MODES)}")
-    configs = [c for c in args.mpi_configs.split(",") if c]
-    for c in configs:
+    args.configs = [c for c in args.mpi_configs.split(",") if c] if not args.no_mpi else []
+    for c in args.configs:
         if c not in MPI_CONFIGS:
             sys.exit(f"run_compare: unknown Open MPI config {c!r} (known: {', '.join(MPI_CONFIGS)})")
-
-    sizes = []
+    args.colls = colls
+    args.sizes = []
     s = args.min
     while s <= args.max:
-        sizes.append(s)
+        args.sizes.append(s)
         s *= 2
-    ucx_variants = [("", False), ("sm,self", False), ("", True), ("sm,self", True)]
-    psdp = {(m, c, place): {s: [] for s in sizes} for m in modes for c in colls for place in (0, 1)}
-    ucx = {v: {s: [] for s in sizes} for v in ucx_variants}
-    mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in configs for c in colls for place in (0, 1)}
-    gloo = {c: {s: [] for s in sizes} for c in gloo_colls}
+    loads = {"quiet": ["quiet"], "spinners": ["spinners"], "both": ["quiet", "spinners"]}[args.load]
+    samples = {load: Samples(args) for load in loads}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
-        binary = os.path.join(tmp, "mpi_coll_bench")
+        args.mpi_bench = os.path.join(tmp, "mpi_coll_bench")
         if not args.no_mpi:
             src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_coll_bench.c")
-            if run([mpicc, "-O2", "-Wall", "-Wextra", "-o", binary, src], 120) is None:
+            if run([mpicc, "-O2", "-Wall", "-Wextra", "-o", args.mpi_bench, src], 120) is None:
                 sys.exit("run_compare: mpicc failed")
-        port = 13400
         for rep in range(args.reps):
-            print(f"repetition {rep + 1}/{args.reps}", file=sys.stderr)
-            for m in modes:
-                for c in colls:
-                    for size, both in psdp_once(args, c, tmp, m).items():
-                        size = nominal(size, sizes)
-                        for place in (0, 1):
-                            if size in psdp[(m, c, place)]:
-                                psdp[(m, c, place)][size].append(both[place])
-            if not args.no_ucx:
-                for v in ucx_variants:
-                    for size in sizes:
-                        port = port + 1 if port < 13999 else 13400
-                        ucx[v][size].append(ucx_once(args, size, v, port))
-            for c in gloo_colls:
-                port = port + 1 if port < 13999 else 13400
-                for size, bw in gloo_once(args, c, tmp, port).items():
-                    if size in gloo[c]:
-                        gloo[c][size].append(bw)
-            if not args.no_mpi:
-                for cfg in configs:
-                    for c in colls:
-                        for place, _ in places_of(c):
-                            for size, bw in mpi_once(args, binary, c, cfg, place).items():
-                                size = nominal(size, sizes)
-                                if size in mpi[(cfg, c, place)]:
-                                    mpi[(cfg, c, place)][size].append(bw)
-
-    # Open MPI's best variant per (collective, in place?, size), and the best put_bw variant per size.
-    ompi, ompi_winner, put, put_winner = {}, {}, {}, {}
-    for s in sizes:
-        for c in colls:
-            for place, _ in places_of(c):
-                cands = [x for x in ((median(mpi[(cfg, c, place)][s]), cfg) for cfg in configs) if x[0] is not None]
-                ompi[(c, place, s)], ompi_winner[(c, place, s)] = max(cands) if cands else (None, "-")
-        puts = [x for x in ((median(ucx[v][s]), v) for v in ucx_variants) if x[0] is not None]
-        put[s], put_winner[s] = max(puts) if puts else (None, None)
-    # gloo's medians, in the one place it has per collective; then the best collective peer per column.
-    gloo_med = {(c, place, s): median(gloo[c][s]) if c in gloo and place == GLOO_PLACE[c] else None
-                for c in colls for place in (0, 1) for s in sizes}
-    peer, peer_name = {}, {}
-    for key in gloo_med:
-        cands = [x for x in ((ompi.get(key), "ompi"), (gloo_med[key], "gloo")) if x[0] is not None]
-        peer[key], peer_name[key] = max(cands) if cands else (None, "-")
-    med = {key: {s: median(v[s]) for s in sizes} for key, v in psdp.items()}
-    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}; \"ip\": in place "
-             "(nccl-tests' in-place columns; MPI_IN_PLACE for Open MPI); put_bw: ucx_perftest one-sided put "
-             "bandwidth, the best of UCX_TLS default/sm,self with and without huge pages; ompi: the best Open MPI "
-             "variant per size and column; gloo: PyTorch's gloo backend (all-reduce in place, the others out of "
-             "place, as torch runs them); peer: the better of ompi and gloo per size and column.", ""]
-    gloo_cols = [(c, GLOO_PLACE[c], label) for c in colls if c in gloo for place, label in places_of(c)
-                 if place == GLOO_PLACE[c]]
-    header = ("| size | put_bw | " + " | ".join(f"ompi {c}{label}" for c in colls for _, label in places_of(c)) +
-              "".join(f" | gloo {c}{label}" for c, _, label in gloo_cols) + " |")
-    lines += ["Peers:", "", header, "|" + "---|" * (header.count("|") - 1)]
-    for s in sizes:
-        lines.append(f"| {human(s)} | {fmt(put[s])} | " +
-                     " | ".join(fmt(ompi[(c, place, s)]) for c in colls for place, _ in places_of(c)) +
-                     "".join(f" | {fmt(gloo_med[(c, place, s)])}" for c, place, _ in gloo_cols) + " |")
-    big, mid = 256 << 20, 16 << 20
-    # all-gather and reduce-scatter are also set against one-sided put bandwidth, every collective against the
-    # best collective peer.
-    put_ratios = [(c, place, label) for c in ("ag", "rs") if c in colls for place, label in places_of(c)]
-    peer_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
-    for m in modes:
-        header = ("| size | " + " | ".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + " | " +
-                  " | ".join(f"{c}{label}/put" for c, _, label in put_ratios) + (" | " if put_ratios else "") +
-                  " | ".join(f"{c}{label}/peer" for c, _, label in peer_ratios) + " |")
-        rows = [header, "|" + "---|" * (header.count("|") - 1)]
-        for s in sizes:
-            bw = {(c, place): med[(m, c, place)][s] for c in colls for place in (0, 1)}
-            cells = [fmt(bw[(c, place)]) for c in colls for place, _ in places_of(c)]
-            cells += [fmt(ratio(bw[(c, place)], put[s])) for c, place, _ in put_ratios]
-            cells += [fmt(ratio(bw[(c, place)], peer[(c, place, s)])) for c, place, _ in peer_ratios]
-            rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
-        lines += ["", f"psdp on {PSDP_MODES[m][0]}:", ""] + rows + [""]
-        parts = []
-        for c in colls:
-            for place, label in places_of(c):
-                parts.append(f"{c}{label} {fmt(ratio(med[(m, c, place)].get(big), med[(m, c, place)].get(mid)))}")
-        lines.append(f"psdp ({m}) busbw 256M/16M: " + ", ".join(parts))
-    if not args.no_ucx:
-        lines.append("best put_bw variant per size: " + "; ".join(
-            f"{human(s)} {(put_winner[s][0] or 'default') + (' +thp' if put_winner[s][1] else '')}"
-            for s in sizes if put_winner[s]))
-    lines.append("best peer per size: " + "; ".join(
-        f"{human(s)} " + "/".join(peer_name[(c, place, s)] for c in colls for place, _ in places_of(c))
-        for s in sizes) + " (" + "/".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + ")")
-    if not args.no_mpi:
-        lines.append("best Open MPI variant per size: " + "; ".join(
-            f"{human(s)} " + "/".join(ompi_winner[(c, place, s)] for c in colls for place, _ in places_of(c))
-            for s in sizes) + " (" + "/".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + ")")
-        lines.append("Open MPI base: mpirun " + " ".join(MPI_BASE) + " -np " + str(args.np))
+            for load in loads:
+                print(f"repetition {rep + 1}/{args.reps}" + (f", {load}" if len(loads) > 1 else ""), file=sys.stderr)
+                with spinners(SPINNERS if load == "spinners" else 0):
+                    measure_round(args, samples[load], tmp)
+    summaries = {load: Summary(args, samples[load]) for load in loads}
+    lines = []
+    for load in loads:
+        if len(loads) > 1 or load != "quiet":
+            lines += ["", f"## {LOAD_TITLES[load]}"]
+        lines += report_lines(args, summaries[load])
+    if len(loads) > 1:
+        lines += contention_lines(args, summaries["quiet"], summaries["spinners"])
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:
         with open(args.output, "w") as f:
             f.write(text)
     if args.plot:
-        lines_of = {}
-        for c in colls:
-            for place, _ in places_of(c):
-                panel = {f"psdp {m}: {PSDP_MODES[m][0].split(' (')[0]}": [med[(m, c, place)][s] for s in sizes]
-                         for m in modes}
-                if not args.no_mpi:
-                    panel["Open MPI, best variant per size"] = [ompi[(c, place, s)] for s in sizes]
-                if c in gloo and place == GLOO_PLACE[c]:
-                    panel["PyTorch gloo"] = [gloo_med[(c, place, s)] for s in sizes]
-                if not args.no_ucx:
-                    panel["ucp_put_bw (one-sided put, a bound)"] = [put[s] for s in sizes]
-                lines_of[(c, place)] = panel
-        draw_busbw(args.plot, sizes, colls, lines_of,
-                   f"busbw against size, float32 sum, {args.np} ranks, median of {args.reps}")
+        draw_busbw(args.plot, args.sizes, colls, plot_panels(args, summaries[loads[-1]]),
+                   f"busbw against size, float32 sum, {args.np} ranks, median of {args.reps}, "
+                   f"{PAGES[args.pages]} (THP mode {thp_mode()}), {LOAD_TITLES[loads[-1]]}")
         print(f"wrote {args.plot}")
 
 
 if __name__ == "__main__":
     main()
+
