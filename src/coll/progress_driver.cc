@@ -67,16 +67,26 @@ void ProgressDriver::threadMain() {
   while (true) {
     {
       std::unique_lock lock(mutex_);
-      if (drive_held_ && !anyWorkLocked()) {
-        // Out of work. A caller posting its next batch (or still posting this one, behind the thread) is
-        // likely to add more soon: hold the transport's thread aside a little longer before it takes over.
-        work_cv_.wait_for(lock, kIdleLinger, [&] { return stopping_ || anyWorkLocked(); });
-        if (!anyWorkLocked()) releaseDriveLocked();
-      }
-      work_cv_.wait(lock, [&] { return stopping_ || (!waitersPresent() && anyWorkLocked()); });
-      if (stopping_) {
-        releaseDriveLocked();
-        return;
+      while (true) {
+        if (stopping_) {
+          releaseDriveLocked();
+          return;
+        }
+        if (!waitersPresent() && anyWorkLocked()) break;
+        if (!drive_held_) {
+          work_cv_.wait(lock);
+          continue;
+        }
+        // Holding the transport's thread aside, for waiters that drive or because work ran out lately. Out
+        // of work, a caller posting its next batch (or the next blocking call) is likely to add more soon:
+        // the transport's thread takes over only once the queues have been empty for kIdleLinger. Nobody
+        // wakes this thread when the queues empty (that was a wake-up, on another core, per blocking call);
+        // it looks again every kIdleLinger while it holds the transport's thread aside.
+        if (!anyWorkLocked() && std::chrono::steady_clock::now() - idle_since_ >= kIdleLinger) {
+          releaseDriveLocked();
+          continue;
+        }
+        work_cv_.wait_for(lock, kIdleLinger);
       }
     }
     {
@@ -97,13 +107,16 @@ void ProgressDriver::workQueuedLocked() {
   if (drive_held_) return;
   drive_held_ = true;
   shared_.beginDriving();
+  // The thread, asleep for good while it held nothing, now has the drive to let go of (threadMain): once
+  // per busy period, not per call.
+  if (background_) work_cv_.notify_one();
 }
 
 void ProgressDriver::workDoneLocked() {
   if (anyWorkLocked()) return;
   // The thread lets go after a linger (threadMain); without it nobody else would.
   if (background_) {
-    work_cv_.notify_one();
+    idle_since_ = std::chrono::steady_clock::now();
   } else {
     releaseDriveLocked();
   }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -99,6 +100,8 @@ class ProgressDriver {
   // also between one waiter and the next, rather than wake to progress what this driver's drivers
   // progress anyway.
   bool drive_held_ = false;
+  // When the queues last ran out of work (the thread lets the drive go kIdleLinger after).
+  std::chrono::steady_clock::time_point idle_since_;
 
   // Held by whoever advances tasks or waits on the transport: the tasks and the transport are not
   // thread-safe. Taken before mutex_, never while holding it.
