@@ -41,6 +41,10 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
     streams[k] = streaming && std::none_of(inputs.begin(), inputs.end(),
                                            [&](const DirectSource& s) { return s.local == outputs[k]; });
   }
+  // One output stored with plain stores takes the combine's results straight: its lines go to the cache either
+  // way, and a pass through `stored` would copy every result once more (10% of a 4 MiB all-reduce's time).
+  // The combine allows an output that is exactly one of its inputs (in place).
+  const bool combine_into_output = outputs.size() == 1 && !streams[0];
   alignas(64) std::array<std::byte, std::max(kDirectStreamTileBytes, kDirectCacheTileBytes)> stored;
   const size_t last = inputs.size() - 1;
   for (size_t done = 0; done < count;) {
@@ -56,6 +60,12 @@ Status directReduce(const ReduceKernel& kernel, std::span<const DirectSource> in
       partial = tiles.result;
     }
     PSDP_ASSIGN_OR_RETURN(const std::byte* final_input, fetch(inputs[last], at, n * elem_size, tiles.read));
+    if (combine_into_output) {
+      kernel.combine(outputs[0] + at, partial, final_input, n);
+      if (kernel.finalize != nullptr) kernel.finalize(outputs[0] + at, n, nranks);
+      done += n;
+      continue;
+    }
     for (size_t i = 0; i < n; i += store_elems) {
       const size_t m = std::min(store_elems, n - i);
       const size_t in_tile = i * elem_size;
