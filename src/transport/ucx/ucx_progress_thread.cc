@@ -22,6 +22,7 @@ void ProgressThread::run() {
   // Named for top -H, gdb and perf (at most 15 characters).
   pthread_setname_np(pthread_self(), "psdp-ucx");
   int idle_polls = 0;
+  int spin_polls = WorkerLoop::kSpinPolls;
   while (!stop_.load(std::memory_order_acquire)) {
     if (loop_.driven()) {
       loop_.standDown(stop_);
@@ -36,7 +37,8 @@ void ProgressThread::run() {
       continue;
     }
     bool busy = loop_.outstanding() > 0;
-    if (busy && ++idle_polls < WorkerLoop::kSpinPolls) continue;
+    if (busy && idle_polls == 0) spin_polls = WorkerLoop::spinPolls();
+    if (busy && ++idle_polls < spin_polls) continue;
     idle_polls = 0;
     // A stop request after this check is not lost: the destructor signals the worker, which makes the arm
     // inside sleep() fail or the poll return.

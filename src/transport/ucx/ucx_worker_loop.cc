@@ -10,6 +10,7 @@
 
 #include <utility>
 
+#include "base/cpu_contention.h"
 #include "transport/ucx/ucx_status.h"
 
 namespace psdp::transport::ucx {
@@ -103,15 +104,21 @@ void WorkerLoop::wakeStandingDown() {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&drivers_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+int WorkerLoop::spinPolls() {
+  return cpuContended() ? kContendedSpinPolls : kSpinPolls;
+}
+
 bool WorkerLoop::driveUntil(const std::function<bool()>& done, const Deadline& deadline) {
   int idle_polls = 0;
+  int spin_polls = kSpinPolls;
   while (!done()) {
     if (deadline.expired()) return false;
     if (progress() > 0) {
       idle_polls = 0;
       continue;
     }
-    if (++idle_polls < kSpinPolls) continue;
+    if (idle_polls == 0) spin_polls = spinPolls();
+    if (++idle_polls < spin_polls) continue;
     idle_polls = 0;
     sleep(deadline.remainingMs(kMaxSleepWithOpsMs));
   }

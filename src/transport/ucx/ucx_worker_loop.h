@@ -35,6 +35,11 @@ class WorkerLoop {
   // still outstanding: long enough to catch a reply in flight, short enough not to starve ranks that
   // share cores.
   static constexpr int kSpinPolls = 2048;
+  // The same while this thread has lately waited for a core (base/cpu_contention.h): the peer a spin would
+  // catch is then likely waiting for one too, and a thread that blocks gives its core to it.
+  static constexpr int kContendedSpinPolls = 4;
+  // Empty polls before sleeping, for the calling thread now: one of the two above.
+  static int spinPolls();
   // Longest sleep while operations are outstanding: UCX's keepalive, which detects dead peers on shared
   // memory, runs only inside ucp_worker_progress.
   static constexpr int kMaxSleepWithOpsMs = 100;
