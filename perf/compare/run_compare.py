@@ -480,7 +480,7 @@ def report_lines(args, sm):
     if args.ucc_list:
         lines.append("best UCC variant per size: " + "; ".join(
             f"{human(s)} " + "/".join(sm.ucc_winner[(c, place, s)] for c, place, _ in ucc_cols) for s in sizes) +
-            " (" + "/".join(f"{c}{label}" for c, _, label in ucc_cols) + "); UCC " + ucc_version(args))
+            " (" + "/".join(f"{c}{label}" for c, _, label in ucc_cols) + "); " + ucc_version(args))
     return lines
 
 

@@ -87,7 +87,7 @@ class WorkerLoop {
   // Whether a watched fd ended a sleep since the last call.
   bool takeWatchedReady() { return watched_ready_.exchange(false, std::memory_order_acq_rel); }
 
-  // Caller-mode driving: progresses until done() holds, spinning kSpinPolls empty polls between sleeps on
+  // Caller-mode driving: progresses until done() holds, spinning spinPolls() empty polls between sleeps on
   // the event fd. Returns false once the deadline passes with done() still false.
   bool driveUntil(const std::function<bool()>& done, const Deadline& deadline);
 
