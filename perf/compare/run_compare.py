@@ -209,43 +209,36 @@ def mpi_thp(args):
     return ["-x", THP_ENV] if args.pages == "huge" else []
 
 
-def mpi_once(args, binary, coll, config, in_place):
-    """busbw (GB/s) per size of one mpi_coll_bench run, out of place or in place (MPI_IN_PLACE)."""
-    cmd = [args.mpirun] + MPI_BASE + mpi_thp(args) + MPI_CONFIGS[config] + [
-        "-np", str(args.np), binary, coll, str(args.min), str(args.max), str(args.iters), str(args.warmup)]
-    if in_place:
-        cmd.append("in-place")
-    out = run(cmd, args.timeout)
-    if out is None:
-        return {}
+def mpirun_rows(args, extra, program, ncols, size_of, busbw_column):
+    """busbw (GB/s) per size from the table an MPI-launched benchmark prints: `program` under mpirun (MPI_BASE,
+    the pages' setting, then `extra`), its rows of `ncols` fields that start with a count or size (`size_of`
+    turns that into psdp-perf's size)."""
+    out = run([args.mpirun] + MPI_BASE + mpi_thp(args) + extra + ["-np", str(args.np)] + program, args.timeout)
     result = {}
-    for line in out.splitlines():
+    for line in (out or "").splitlines():
         fields = line.split()
-        if len(fields) == 4 and fields[0].isdigit():
-            result[int(fields[0])] = float(fields[3])
+        if len(fields) == ncols and fields[0].isdigit():
+            result[size_of(int(fields[0]))] = float(fields[busbw_column])
     return result
+
+
+def mpi_once(args, binary, coll, config, in_place):
+    """busbw (GB/s) per size of one mpi_coll_bench run, out of place or in place (MPI_IN_PLACE): rows of size,
+    time, algbw, busbw."""
+    program = [binary, coll, str(args.min), str(args.max), str(args.iters), str(args.warmup)]
+    return mpirun_rows(args, MPI_CONFIGS[config], program + (["in-place"] if in_place else []), 4, lambda s: s, 3)
 
 
 def ucc_once(args, coll, config, in_place):
-    """busbw (GB/s) per size (psdp-perf's size: the whole buffer) of one ucc_perftest run under mpirun, float32
-    sum on host memory, the busbw of the slowest rank's time (ucc_perftest -F's last column)."""
-    per_rank = coll in ("rs", "ag")  # ucc_perftest counts rs's and ag's elements per rank
-    count = lambda size: size // 4 // (args.np if per_rank else 1)
+    """busbw (GB/s) per size (psdp-perf's size: the whole buffer) of one ucc_perftest run, float32 sum on host
+    memory: rows of count, size, time avg/min/max (us), busbw avg/max/min, the last from the slowest rank's
+    time."""
+    per_rank = args.np if coll in ("rs", "ag") else 1  # ucc_perftest counts rs's and ag's elements per rank
     tune = ["-x", "UCC_TL_UCP_TUNE=" + UCC_CONFIGS[config]] if UCC_CONFIGS[config] else []
-    cmd = [args.mpirun] + MPI_BASE + mpi_thp(args) + tune + [
-        "-np", str(args.np), args.ucc_perftest, "-c", UCC_COLL[coll], "-b", str(count(args.min)), "-e",
-        str(count(args.max)), "-d", "float32", "-o", "sum", "-m", "host", "-n", str(args.iters), "-w",
-        str(args.warmup), "-F"] + (["-i"] if in_place else [])
-    out = run(cmd, args.timeout)
-    if out is None:
-        return {}
-    result = {}
-    for line in out.splitlines():
-        fields = line.split()
-        # count, size, time avg/min/max (us), busbw avg/max/min (GB/s)
-        if len(fields) == 8 and fields[0].isdigit():
-            result[int(fields[0]) * 4 * (args.np if per_rank else 1)] = float(fields[7])
-    return result
+    program = [args.ucc_perftest, "-c", UCC_COLL[coll], "-b", str(args.min // 4 // per_rank), "-e",
+               str(args.max // 4 // per_rank), "-d", "float32", "-o", "sum", "-m", "host", "-n", str(args.iters),
+               "-w", str(args.warmup), "-F"] + (["-i"] if in_place else [])
+    return mpirun_rows(args, tune, program, 8, lambda count: count * 4 * per_rank, 7)
 
 
 def ucc_version(args):
