@@ -2,7 +2,8 @@
 """Side-by-side bandwidth of psdp-perf, UCC (ucc_perftest), Open MPI, PyTorch's gloo and ucx_perftest
 (ucp_put_bw) on one machine.
 
-A benchmark, not a test: it is not part of CI. perf/README.md documents it. Python standard library only.
+A benchmark, not a test (CI runs it only briefly, with psdp alone: tests/perf/compare_run_test.sh).
+perf/README.md documents it. Python standard library only (matplotlib for --plot).
 
 Every repetition runs each peer once, in turn, so that noise from other work on the machine spreads over all
 of them alike; the median of the repetitions is reported. Open MPI is run under several documented
@@ -18,7 +19,7 @@ below). Under the system's THP mode "always" both get huge pages; the table name
 perf/compare/build_ucc.sh (or --ucc-perftest) gives a ucc_perftest, under its default selection and the
 documented TL/UCP algorithm variants below, best per size kept; PyTorch's gloo backend where a python with
 torch is at hand (the bindings' environment). psdp's ratios are against the best collective peer per size.
---plot draws busbw against size (matplotlib).
+--load spinners|both measures under two busy shell loops (contention). --plot draws busbw against size.
 """
 import argparse
 import contextlib
