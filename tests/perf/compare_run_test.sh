@@ -39,9 +39,13 @@ grep -qF "every system on small pages (no huge-page advice), system THP mode" "$
 if ((${#plot[@]})); then
   [[ -s $dir/compare.png ]] || fail "no plot written"
 fi
-if pgrep -f 'while :; do :; done' > /dev/null; then
-  fail "a spinning shell loop outlived run_compare.sh: $(pgrep -af 'while :; do :; done')"
-fi
+# Read from /proc rather than with pgrep: procps is not among the packages scripts/setup.sh installs.
+spinning=""
+for f in /proc/[0-9]*/cmdline; do
+  cmd=$(tr '\0' ' ' < "$f" 2> /dev/null) || continue
+  [[ $cmd == "sh -c while :; do :; done " ]] && spinning+=" pid $(basename "$(dirname "$f")")"
+done
+[[ -z $spinning ]] || fail "a spinning shell loop outlived run_compare.sh:$spinning"
 
 mkdir "$dir/not-ucc"
 msg=$("$repo/perf/compare/build_ucc.sh" "$dir/not-ucc" 2>&1)
