@@ -12,6 +12,8 @@
 //   psdp-run -n 2 -- psdp-tune -o tuning            full sweep (perf/README.md gives the figures)
 //   psdp-run -n 2 -- psdp-tune --quick -o tuning    fewer candidates, sizes and repetitions
 //   psdp-run -n 2 -- psdp-tune --verify tuning      fresh interleaved runs: the file against the built-in rules
+//   psdp-run -n 2 -- psdp-tune --model default ...  also the chunk engine's windows and grouping, on the
+//                                                   pipelined step of a model-shaped state (tune_engine.h)
 #include <psdp/psdp.h>
 
 #include <algorithm>
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include "host_buffer.h"
+#include "perf_options.h"
+#include "tune_engine.h"
 #include "tune_sweep.h"
 
 namespace {
@@ -58,6 +62,10 @@ struct TuneOptions {
   bool shared_buffers = false;
   std::string out, json;
   std::string verify;  // a tuning file to check against the built-in rules instead of sweeping
+  // The engine sweep, with a shape file (--model): the state, and the plan chunk sizes (empty: the defaults).
+  bool engine = false;
+  psdp::perf::StepOptions step;
+  std::vector<size_t> chunk_sizes;
 };
 
 const char* kUsage =
@@ -79,21 +87,15 @@ const char* kUsage =
     "  --point-seconds S time each measurement runs at least (default 0.05; --quick 0.02)\n"
     "  -H 0|1            1: buffers on transparent huge pages (default 0: small pages, what a framework's\n"
     "                    allocator hands over by default)\n"
-    "  -R 0|1            1: buffers from psdp_mem_alloc, which direct collectives reach without CMA\n";
-
-bool parseBytes(const char* text, size_t* out) {
-  char* end = nullptr;
-  double value = std::strtod(text, &end);
-  if (end == text || value <= 0) return false;
-  size_t scale = 1;
-  if (*end == 'K' || *end == 'k') scale = size_t{1} << 10;
-  if (*end == 'M' || *end == 'm') scale = size_t{1} << 20;
-  if (*end == 'G' || *end == 'g') scale = size_t{1} << 30;
-  if (scale != 1) ++end;
-  if (*end != '\0') return false;
-  *out = static_cast<size_t>(value * static_cast<double>(scale));
-  return true;
-}
+    "  -R 0|1            1: buffers from psdp_mem_alloc, which direct collectives reach without CMA\n"
+    "  The chunk engine (engine rules: windows and grouping per plan chunk size), with a shape file:\n"
+    "  --model FILE      also sweep the engine on psdp-perf step's pipelined step of FILE's model (default:\n"
+    "                    the installed qwen2.5.json) with Adam: windows 1-8 by groupings 1-16, transfers up to\n"
+    "                    64M (--quick: windows 1-4 by groupings 1 and 4); with --verify, the file's engine rules\n"
+    "  --name NAME       the model in FILE (default Qwen2.5-0.5B); --scale F: its tensors' leading dimension\n"
+    "                    times F (0 < F <= 1)\n"
+    "  --chunk-bytes LIST plan chunk sizes (default 1M,4M,16M,64M; --quick 4M,64M)\n"
+    "  --ops none        the engine alone\n";
 
 // Exits 2 with a message naming the argument on bad input.
 TuneOptions parse(int argc, char** argv) {
@@ -121,7 +123,8 @@ TuneOptions parse(int argc, char** argv) {
       o.json = value();
     } else if (a == "-b" || a == "-e") {
       const char* v = value();
-      if (!parseBytes(v, a == "-b" ? &o.min_bytes : &o.max_bytes)) bad(a + ": '" + v + "' is not a size");
+      size_t& bytes = a == "-b" ? o.min_bytes : o.max_bytes;
+      if (!psdp::perf::parseSize(v, &bytes) || bytes == 0) bad(a + ": '" + v + "' is not a size");
     } else if (a == "-f") {
       o.factor = std::strtoul(value(), nullptr, 10);
       if (o.factor < 2) bad("-f: the factor must be 2 or more");
@@ -135,11 +138,33 @@ TuneOptions parse(int argc, char** argv) {
       const std::string v = value();
       if (v != "0" && v != "1") bad(a + ": expected 0 or 1");
       (a == "-H" ? o.huge_pages : o.shared_buffers) = v == "1";
+    } else if (a == "--model") {
+      const std::string v = value();
+      o.engine = true;
+      o.step.model_path = v == "default" ? "" : v;
+    } else if (a == "--name") {
+      o.step.model_name = value();
+    } else if (a == "--scale") {
+      o.step.scale = std::atof(value());
+      if (!(o.step.scale > 0 && o.step.scale <= 1)) bad("--scale: expected a number in (0, 1]");
+    } else if (a == "--chunk-bytes") {
+      const std::string list = value();
+      for (size_t start = 0; start <= list.size();) {
+        const size_t comma = std::min(list.find(',', start), list.size());
+        const std::string item = list.substr(start, comma - start);
+        size_t bytes = 0;
+        if (!psdp::perf::parseSize(item.c_str(), &bytes) || bytes == 0) {
+          bad("--chunk-bytes: '" + item + "' is not a size");
+        }
+        o.chunk_sizes.push_back(bytes);
+        start = comma + 1;
+      }
+      std::sort(o.chunk_sizes.begin(), o.chunk_sizes.end());
     } else if (a == "--ops") {
       o.ops.clear();
       std::string list = value();
       size_t start = 0;
-      while (start <= list.size()) {
+      while (list != "none" && start <= list.size()) {
         const size_t comma = std::min(list.find(',', start), list.size());
         const std::string op = list.substr(start, comma - start);
         if (op == "ar") {
@@ -149,7 +174,7 @@ TuneOptions parse(int argc, char** argv) {
         } else if (op == "ag") {
           o.ops.push_back(TuneOp::kAllGather);
         } else {
-          bad("--ops: '" + op + "' is not ar, rs or ag");
+          bad("--ops: '" + op + "' is not ar, rs or ag (or the list none)");
         }
         start = comma + 1;
       }
@@ -162,6 +187,13 @@ TuneOptions parse(int argc, char** argv) {
   if (o.point_seconds == 0) o.point_seconds = o.quick ? 0.02 : 0.05;
   if (o.min_bytes > o.max_bytes) bad("-b is above -e");
   if (!o.verify.empty() && (o.quick || !o.out.empty())) bad("--verify measures a file: no --quick, no -o");
+  if (!o.engine &&
+      (o.step.model_name != psdp::perf::StepOptions().model_name || o.step.scale != 1.0 || !o.chunk_sizes.empty())) {
+    bad("--name, --scale and --chunk-bytes describe the engine sweep's state: add --model FILE (or default)");
+  }
+  if (o.ops.empty() && !o.engine) bad("--ops none: nothing to sweep without --model");
+  if (o.chunk_sizes.empty()) o.chunk_sizes = psdp::perf::engineChunkSizes(o.quick);
+  o.step.shared_buffers = o.shared_buffers;
   return o;
 }
 
@@ -311,6 +343,18 @@ int main(int argc, char** argv) {
     }
     sweeps.push_back(std::move(sweep));
   }
+  std::vector<psdp::perf::EngineSweep> engine;
+  if (o.engine) {
+    psdp::perf::EngineSweepOptions eo;
+    eo.step = o.step;
+    eo.chunk_sizes = o.chunk_sizes;
+    eo.quick = o.quick;
+    eo.repetitions = o.repetitions;
+    eo.verify = !o.verify.empty();
+    // Verifying, the state is registered on the team that loaded the file, whose engine rules then serve
+    // the windows and grouping left at 0.
+    engine = psdp::perf::sweepEngine(eo.verify ? job.teams[1] : job.world, eo, job.rank == 0);
+  }
 
   int status = 0;
   if (job.rank == 0) {
@@ -324,10 +368,12 @@ int main(int argc, char** argv) {
                                                      std::to_string(o.repetitions) +
                                                      " interleaved repetitions, each the slowest rank's time",
                                                  "sizes the built-in rules won have no rule"};
-    const std::string tuning = psdp::perf::tuningFileText(provenance, signature, job.nranks, candidates, sweeps);
+    const std::string tuning =
+        psdp::perf::tuningFileText(provenance, signature, job.nranks, candidates, sweeps, engine);
     std::fputs(psdp::perf::sweepTable(job.nranks, candidates, sweeps).c_str(), stdout);
+    std::fputs(psdp::perf::engineTable(job.nranks, engine).c_str(), stdout);
     if (!o.verify.empty()) {
-      const psdp::perf::Slowdown worst = psdp::perf::worstSlowdown(sweeps);
+      const psdp::perf::Slowdown worst = psdp::perf::worstSlowdown(sweeps, engine);
       std::printf("# %s against the built-in rules: at worst %.3fx their time (%s, %zu bytes)%s\n", o.verify.c_str(),
                   worst.ratio, worst.collective, worst.bytes,
                   worst.ratio > psdp::perf::kMinLead ? ": SLOWER beyond the noise" : "");
@@ -340,7 +386,8 @@ int main(int argc, char** argv) {
     } else {
       std::printf("# wrote %s\n", o.out.c_str());
     }
-    if (!o.json.empty() && !writeFile(o.json, psdp::perf::sweepJson(signature, job.nranks, candidates, sweeps))) {
+    if (!o.json.empty() &&
+        !writeFile(o.json, psdp::perf::sweepJson(signature, job.nranks, candidates, sweeps, engine))) {
       std::fprintf(stderr, "psdp-tune: cannot write %s: %s\n", o.json.c_str(), std::strerror(errno));
       status = 1;
     }

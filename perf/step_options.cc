@@ -28,7 +28,8 @@ const char* stepUsage() {
          "  --bytes N           one tensor of N bytes instead of a model\n"
          "  --per-tensor        register a buffer per tensor (default: one flat buffer, as Megatron and DeepSpeed)\n"
          "  --chunk-bytes N     plan chunk size (default: the plan's, 64M)\n"
-         "  --window N          reduce and gather windows (default 2)\n"
+         "  --window N          reduce and gather windows (default 2; 0: the tuning file's engine rule, else 2)\n"
+         "  --grouping N        plan chunks per transfer, pipelined (default 1; 0: the tuning file's rule, else 1)\n"
          "  --group G           shard group size (default: every rank)\n"
          "  --level group|world sharding level (default group)\n"
          "  --iters N           timed steps per mode (default 5); --warmup N (default 1)\n"
@@ -48,6 +49,10 @@ const char* stepUsage() {
          "  --update-during-backward  update reduced chunks between backward's buckets (default: after\n"
          "                      backward, as an eager framework's optimizer step follows its backward)\n"
          "  --shared            buffers from psdp_mem_alloc (default: private, huge-page advised)\n"
+         "  --online            online tuning: before the timed steps, pipelined steps run until the engine has\n"
+         "                      chosen the windows and grouping not given (both default to the engine's\n"
+         "                      choice); each is printed; the timed pipelined and comm-only steps keep it\n"
+         "  --online-out FILE   with --online: write the choice as a tuning file for this interconnect\n"
          "  --trace FILE        Chrome trace-event JSON of one pipelined step, every rank (open in Perfetto)\n"
          "  -J FILE             results as JSON\n";
 }
@@ -57,6 +62,7 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
     *error = what;
     return false;
   };
+  bool window_given = false, grouping_given = false;
   for (int i = first; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "-h" || a == "--help") {
@@ -75,6 +81,10 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
       o->shared_buffers = true;
       continue;
     }
+    if (a == "--online") {
+      o->online = true;
+      continue;
+    }
     if (i + 1 >= argc) return bad(a + ": expected a value (psdp-perf step --help lists the options)");
     const char* v = argv[++i];
     size_t size = 0;
@@ -89,8 +99,13 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
     } else if (a == "--chunk-bytes") {
       if (!parseSize(v, &o->chunk_bytes) || o->chunk_bytes == 0) return bad("--chunk-bytes: expected a size");
     } else if (a == "--window") {
-      if (!parseSize(v, &size) || size == 0) return bad("--window: expected a count of at least 1");
+      if (!parseSize(v, &size)) return bad("--window: expected a count of chunks");
       o->window = size;
+      window_given = true;
+    } else if (a == "--grouping") {
+      if (!parseSize(v, &size)) return bad("--grouping: expected a count of chunks");
+      o->grouping = size;
+      grouping_given = true;
     } else if (a == "--group") {
       if (!parseInt(v, 1, 1 << 20, &o->group)) return bad("--group: expected a group size of at least 1");
     } else if (a == "--level") {
@@ -128,6 +143,8 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
       o->bf16_partials = std::strcmp(v, "bf16") == 0;
     } else if (a == "--backward-ms") {
       if (!parseDouble(v, 0, 1e7, &o->backward_ms)) return bad("--backward-ms: expected milliseconds");
+    } else if (a == "--online-out") {
+      o->online_out = v;
     } else if (a == "--trace") {
       o->trace_path = v;
     } else if (a == "-J") {
@@ -138,6 +155,12 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
   }
   if (o->bytes != 0 && !o->model_path.empty()) return bad("--bytes and --model: choose one");
   if (o->bf16_partials && !o->mixed) return bad("--partials bf16: only with --precision bf16");
+  if (!o->online_out.empty() && !o->online) return bad("--online-out: only with --online");
+  if (o->online && !o->pipelined) return bad("--online: tunes pipelined steps (--mode both or pipelined)");
+  if (o->online) {
+    if (!window_given) o->window = 0;
+    if (!grouping_given) o->grouping = 0;
+  }
   return true;
 }
 

@@ -15,6 +15,12 @@ const char* precisionName(const StepOptions& o) {
                          : "bfloat16 with float32 master weights, float32 partial sums";
 }
 
+// A window or grouping as asked: 0 leaves it to the tuning file's engine rule, or to online tuning.
+std::string engineSetting(const StepOptions& o, size_t value) {
+  if (value != 0) return std::to_string(value);
+  return o.online ? "tuned online" : "of the tuning file";
+}
+
 }  // namespace
 
 const char* stepModeName(StepMode mode) {
@@ -39,12 +45,13 @@ void printStepReport(const StepOptions& o, const StepSetup& s, const StepTraffic
   const double state = static_cast<double>(s.elements) * (o.mixed ? 2 : 4);
   std::fprintf(out,
                "# psdp-perf step: %s (%zu tensors, %.1f M parameters), %d ranks, G %d, level %s, %s, %s, "
-               "%s (%s), %zu chunks (bulk: %s), windows %zu, gathers %s, backward %.0f ms\n",
+               "%s (%s), %zu chunks (bulk: %s), windows %s, grouping %s, gathers %s, backward %.0f ms\n",
                s.model.c_str(), s.tensors, static_cast<double>(s.elements) / 1e6, s.nranks, s.group,
                o.world_level ? "world" : "group", precisionName(o), o.adam ? "Adam" : "SGD",
                s.buffers == 1 ? "one flat buffer" : "a buffer per tensor",
                o.shared_buffers ? "psdp_mem_alloc" : "private, huge-page advised", s.chunks,
-               o.bulk_chunked ? "the same chunks, packed" : "one chunk per space, in place", o.window,
+               o.bulk_chunked ? "the same chunks, packed" : "one chunk per space, in place",
+               engineSetting(o, o.window).c_str(), engineSetting(o, o.grouping).c_str(),
                o.gather_forward ? "forward" : "backward", o.backward_ms);
   if (!s.model_path.empty()) std::fprintf(out, "# shapes from %s\n", s.model_path.c_str());
   // Optimizer state: Adam's moments, and with mixed precision the master weights; then the gradient shard.
@@ -92,16 +99,17 @@ bool writeStepJson(const StepOptions& o, const StepSetup& s, const StepTraffic& 
     std::fprintf(stderr, "psdp-perf step: cannot write %s\n", path.c_str());
     return false;
   }
-  std::fprintf(f,
-               "{\n  \"model\": \"%s\", \"tensors\": %zu, \"parameters\": %zu, \"buffers\": %zu, \"ranks\": %d, "
-               "\"group\": %d, \"level\": \"%s\", \"optimizer\": \"%s\", \"chunks\": %zu, \"window\": %zu,\n"
-               "  \"bulk_plan\": \"%s\", \"shared_buffers\": %s,\n"
-               "  \"backward_ms\": %g, \"ranks_on_host\": %d, \"cache_bytes\": %zu,\n"
-               "  \"precision\": \"%s\", \"partial_sums\": \"%s\",\n",
-               s.model.c_str(), s.tensors, s.elements, s.buffers, s.nranks, s.group, o.world_level ? "world" : "group",
-               o.adam ? "adam" : "sgd", s.chunks, o.window, o.bulk_chunked ? "chunked" : "whole",
-               o.shared_buffers ? "true" : "false", o.backward_ms, s.ranks_on_host, s.cache_bytes,
-               o.mixed ? "bf16" : "fp32", o.mixed && o.bf16_partials ? "bf16" : "float32");
+  std::fprintf(
+      f,
+      "{\n  \"model\": \"%s\", \"tensors\": %zu, \"parameters\": %zu, \"buffers\": %zu, \"ranks\": %d, "
+      "\"group\": %d, \"level\": \"%s\", \"optimizer\": \"%s\", \"chunks\": %zu, \"window\": %zu, \"grouping\": %zu,\n"
+      "  \"bulk_plan\": \"%s\", \"shared_buffers\": %s,\n"
+      "  \"backward_ms\": %g, \"ranks_on_host\": %d, \"cache_bytes\": %zu,\n"
+      "  \"precision\": \"%s\", \"partial_sums\": \"%s\",\n",
+      s.model.c_str(), s.tensors, s.elements, s.buffers, s.nranks, s.group, o.world_level ? "world" : "group",
+      o.adam ? "adam" : "sgd", s.chunks, o.window, o.grouping, o.bulk_chunked ? "chunked" : "whole",
+      o.shared_buffers ? "true" : "false", o.backward_ms, s.ranks_on_host, s.cache_bytes, o.mixed ? "bf16" : "fp32",
+      o.mixed && o.bf16_partials ? "bf16" : "float32");
   std::fprintf(f, "  \"sent_inside_bytes\": %.0f, \"sent_across_bytes\": %.0f,\n", t.sent_inside, t.sent_across);
   std::fprintf(f,
                "  \"dram_bytes\": {\"pipelined\": %.0f, \"bulk\": %.0f, \"chunks_cached\": %zu, "

@@ -9,18 +9,6 @@ namespace {
 constexpr size_t KiB = size_t{1} << 10;
 constexpr size_t MiB = size_t{1} << 20;
 
-std::string sizeText(size_t bytes) {
-  char text[32];
-  if (bytes >= MiB && bytes % MiB == 0) {
-    std::snprintf(text, sizeof(text), "%zuM", bytes / MiB);
-  } else if (bytes >= KiB && bytes % KiB == 0) {
-    std::snprintf(text, sizeof(text), "%zuK", bytes / KiB);
-  } else {
-    std::snprintf(text, sizeof(text), "%zu", bytes);
-  }
-  return text;
-}
-
 std::string format(const char* fmt, double value) {
   char text[64];
   std::snprintf(text, sizeof(text), fmt, value);
@@ -33,6 +21,18 @@ double busbw(const OpSweep& sweep, size_t candidate, size_t size, int nranks) {
 }
 
 }  // namespace
+
+std::string sizeText(size_t bytes) {
+  char text[32];
+  if (bytes >= MiB && bytes % MiB == 0) {
+    std::snprintf(text, sizeof(text), "%zuM", bytes / MiB);
+  } else if (bytes >= KiB && bytes % KiB == 0) {
+    std::snprintf(text, sizeof(text), "%zuK", bytes / KiB);
+  } else {
+    std::snprintf(text, sizeof(text), "%zu", bytes);
+  }
+  return text;
+}
 
 std::vector<TuneCandidate> tuneCandidates(bool quick) {
   std::vector<TuneCandidate> candidates = {{"built-in", "", "", ""}, {"rhd", "*:0-=rhd", "algorithm=rhd", ""}};
@@ -67,7 +67,7 @@ std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file) {
   return {{"built-in", "", "", ""}, {"tuned", "", "", tuning_file}};
 }
 
-Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps) {
+Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps, const std::vector<EngineSweep>& engine) {
   Slowdown worst;
   for (const OpSweep& sweep : sweeps) {
     for (size_t s = 0; s < sweep.sizes.size(); ++s) {
@@ -75,7 +75,42 @@ Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps) {
       if (ratio > worst.ratio) worst = {ratio, tuneOpName(sweep.op), sweep.sizes[s]};
     }
   }
+  for (const EngineSweep& sweep : engine) {
+    const double ratio = sweep.median(1) / sweep.median(0);
+    if (ratio > worst.ratio) worst = {ratio, "engine", sweep.chunk_bytes};
+  }
   return worst;
+}
+
+std::string EngineCandidate::name() const {
+  if (window == 0 && grouping == 0) return "tuned";
+  return "window " + std::to_string(window) + " x" + std::to_string(grouping);
+}
+
+std::vector<size_t> engineChunkSizes(bool quick) {
+  if (quick) return {4 * MiB, 64 * MiB};
+  return {1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB};
+}
+
+std::vector<EngineCandidate> engineCandidates(bool quick, size_t chunk_bytes) {
+  constexpr size_t kMaxTransferBytes = 64 * MiB;
+  std::vector<EngineCandidate> candidates = {kBuiltInEngine};
+  const std::vector<size_t> windows = quick ? std::vector<size_t>{1, 2, 4} : std::vector<size_t>{1, 2, 4, 8};
+  const std::vector<size_t> groupings = quick ? std::vector<size_t>{1, 4} : std::vector<size_t>{1, 2, 4, 8, 16};
+  for (size_t grouping : groupings) {
+    if (grouping > 1 && chunk_bytes * grouping > kMaxTransferBytes) continue;
+    for (size_t window : windows) {
+      const EngineCandidate candidate{window, grouping};
+      if (!(candidate == kBuiltInEngine)) candidates.push_back(candidate);
+    }
+  }
+  return candidates;
+}
+
+size_t EngineSweep::winner() const {
+  std::vector<const std::vector<double>*> samples;
+  for (const std::vector<double>& s : seconds) samples.push_back(&s);
+  return winnerOf(samples);
 }
 
 std::vector<size_t> tuneSizes(size_t min, size_t max, size_t factor) {
@@ -118,21 +153,30 @@ double OpSweep::median(size_t candidate, size_t size) const {
   return medianOf(seconds[candidate][size]);
 }
 
-size_t OpSweep::winner(size_t size) const {
+size_t winnerOf(const std::vector<const std::vector<double>*>& seconds) {
+  if (seconds.empty() || seconds[0]->empty()) return 0;
+  auto median = [&](size_t c) { return medianOf(*seconds[c]); };
   size_t best = 0;
   for (size_t c = 1; c < seconds.size(); ++c) {
-    if (median(c, size) < median(best, size)) best = c;
+    if (!seconds[c]->empty() && median(c) < median(best)) best = c;
   }
-  if (best == 0 || median(best, size) * kMinLead > median(0, size)) return 0;
-  const std::vector<double>& mine = seconds[best][size];
-  const std::vector<double>& builtin = seconds[0][size];
+  if (best == 0 || median(best) * kMinLead > median(0)) return 0;
+  const std::vector<double>& mine = *seconds[best];
+  const std::vector<double>& builtin = *seconds[0];
   size_t faster = 0;
   for (size_t r = 0; r < std::min(mine.size(), builtin.size()); ++r) faster += mine[r] < builtin[r] ? 1 : 0;
   return static_cast<double>(faster) >= kMinWinShare * static_cast<double>(builtin.size()) ? best : 0;
 }
 
+size_t OpSweep::winner(size_t size) const {
+  std::vector<const std::vector<double>*> samples;
+  for (const std::vector<std::vector<double>>& candidate : seconds) samples.push_back(&candidate[size]);
+  return winnerOf(samples);
+}
+
 std::string tuningFileText(const std::vector<std::string>& provenance, const std::string& signature, int nranks,
-                           const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps) {
+                           const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps,
+                           const std::vector<EngineSweep>& engine) {
   std::string text = "psdp-tuning 1\n";
   for (const std::string& line : provenance) text += "# " + line + "\n";
   text += "signature " + signature + "\n";
@@ -150,6 +194,18 @@ std::string tuningFileText(const std::vector<std::string>& provenance, const std
       }
       s = end;
     }
+  }
+  auto setting = [&](size_t i) { return engine[i].candidates[engine[i].winner()]; };
+  for (size_t i = 0; i < engine.size();) {
+    const EngineCandidate won = setting(i);
+    size_t end = i + 1;
+    while (end < engine.size() && setting(end) == won) ++end;
+    if (!(won == kBuiltInEngine)) {
+      const std::string below = end == engine.size() ? "inf" : sizeText(engine[end].chunk_bytes);
+      text += "engine ranks=" + std::to_string(nranks) + " chunk-bytes=" + sizeText(engine[i].chunk_bytes) + "-" +
+              below + " window=" + std::to_string(won.window) + " grouping=" + std::to_string(won.grouping) + "\n";
+    }
+    i = end;
   }
   return text;
 }
@@ -189,8 +245,33 @@ std::string sweepTable(int nranks, const std::vector<TuneCandidate>& candidates,
   return text;
 }
 
+std::string engineTable(int nranks, const std::vector<EngineSweep>& engine) {
+  std::string text;
+  char cell[96];
+  for (const EngineSweep& sweep : engine) {
+    std::snprintf(cell, sizeof(cell), "# engine, %d ranks, plan chunks of %s (%zu): median ms per step; * the winner\n",
+                  nranks, sizeText(sweep.chunk_bytes).c_str(), sweep.chunks);
+    text += cell;
+    const size_t won = sweep.winner();
+    for (size_t c = 0; c < sweep.candidates.size(); ++c) {
+      std::snprintf(cell, sizeof(cell), "%-22s%9.1f%c\n",
+                    (sweep.candidates[c].name() + (c == 0 ? " (built-in)" : "")).c_str(), sweep.median(c) * 1e3,
+                    c == won ? '*' : ' ');
+      text += cell;
+    }
+    std::snprintf(cell, sizeof(cell), "%-22s%9.2fx\n\n", "winner / built-in", sweep.median(0) / sweep.median(won));
+    text += cell;
+  }
+  return text;
+}
+
 std::string sweepJson(const std::string& signature, int nranks, const std::vector<TuneCandidate>& candidates,
-                      const std::vector<OpSweep>& sweeps) {
+                      const std::vector<OpSweep>& sweeps, const std::vector<EngineSweep>& engine) {
+  auto seconds = [](const std::vector<double>& values) {
+    std::string text = "[";
+    for (size_t r = 0; r < values.size(); ++r) text += (r ? ", " : "") + format("%.9g", values[r]);
+    return text + "]";
+  };
   std::string json =
       "{\n  \"signature\": \"" + signature + "\",\n  \"nranks\": " + std::to_string(nranks) + ",\n  \"candidates\": [";
   for (size_t c = 0; c < candidates.size(); ++c) {
@@ -207,15 +288,23 @@ std::string sweepJson(const std::string& signature, int nranks, const std::vecto
     json += "],\n     \"seconds\": [";
     for (size_t c = 0; c < sweep.seconds.size(); ++c) {
       json += c ? ",\n                 [" : "[";
-      for (size_t s = 0; s < sweep.seconds[c].size(); ++s) {
-        json += s ? ", [" : "[";
-        for (size_t r = 0; r < sweep.seconds[c][s].size(); ++r) {
-          json += (r ? ", " : "") + format("%.9g", sweep.seconds[c][s][r]);
-        }
-        json += "]";
-      }
+      for (size_t s = 0; s < sweep.seconds[c].size(); ++s) json += (s ? ", " : "") + seconds(sweep.seconds[c][s]);
       json += "]";
     }
+    json += "]}";
+  }
+  json += "\n  ],\n  \"engine\": [";
+  for (size_t i = 0; i < engine.size(); ++i) {
+    const EngineSweep& sweep = engine[i];
+    json += std::string(i ? "," : "") + "\n    {\"chunk_bytes\": " + std::to_string(sweep.chunk_bytes) +
+            ", \"chunks\": " + std::to_string(sweep.chunks) + ", \"winner\": " + std::to_string(sweep.winner()) +
+            ",\n     \"candidates\": [";
+    for (size_t c = 0; c < sweep.candidates.size(); ++c) {
+      json += std::string(c ? ", " : "") + "{\"window\": " + std::to_string(sweep.candidates[c].window) +
+              ", \"grouping\": " + std::to_string(sweep.candidates[c].grouping) + "}";
+    }
+    json += "],\n     \"seconds\": [";
+    for (size_t c = 0; c < sweep.seconds.size(); ++c) json += (c ? ", " : "") + seconds(sweep.seconds[c]);
     json += "]}";
   }
   json += "\n  ]\n}\n";

@@ -28,6 +28,8 @@ std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file);
 
 // From `min` to `max` bytes, each `factor` times the one before (max included when the steps reach it).
 std::vector<size_t> tuneSizes(size_t min, size_t max, size_t factor);
+// A size as a tuning file writes it: "4M", "256K", or bytes.
+std::string sizeText(size_t bytes);
 
 enum class TuneOp { kAllReduce, kReduceScatter, kAllGather };
 const char* tuneOpName(TuneOp op);            // "all-reduce", as a tuning file names it
@@ -50,14 +52,53 @@ struct OpSweep {
 };
 
 double medianOf(std::vector<double> values);
+// Of candidates' repetitions, the built-in's first and each repetition of every candidate taken back to back:
+// the candidate with the least median, where it leads the built-in by kMinLead and was faster than it in
+// kMinWinShare of the repetitions; else 0, the built-in. A candidate without repetitions never wins.
+size_t winnerOf(const std::vector<const std::vector<double>*>& seconds);
+
+// One setting of the chunk engine swept on a model-shaped pipelined step (perf/step_bench.h): the windows
+// (reduce and gather alike) and the grouping of plan chunks per transfer, as psdp_step_config_t asks for
+// them. Both 0: what the tuning file's engine rule says (psdp-tune --verify's "tuned").
+struct EngineCandidate {
+  size_t window = 0;
+  size_t grouping = 0;
+
+  std::string name() const;  // "window 4 x2", "tuned"
+  bool operator==(const EngineCandidate& other) const { return window == other.window && grouping == other.grouping; }
+};
+// What a step without a tuning file runs (psdp.h, psdp_step_config_t).
+inline constexpr EngineCandidate kBuiltInEngine = {2, 1};
+
+// The plan chunk sizes swept: 1M, 4M, 16M and 64M (the plan's default); quick: 4M and 64M.
+std::vector<size_t> engineChunkSizes(bool quick);
+// The candidates at one plan chunk size, the built-in first: windows 1, 2, 4 and 8 by groupings 1, 2, 4, 8
+// and 16, pruned to transfers (chunk x grouping) of at most 64 MiB, the plan's default chunk (grouping is
+// there to make small chunks' collectives larger, not to rebuild bulk mode); quick: windows 1, 2 and 4 by
+// groupings 1 and 4, pruned alike.
+std::vector<EngineCandidate> engineCandidates(bool quick, size_t chunk_bytes);
+
+// The engine's sweep at one plan chunk size: seconds[c][r] is repetition r of candidate c, the slowest
+// rank's seconds per step.
+struct EngineSweep {
+  size_t chunk_bytes = 0;
+  size_t chunks = 0;  // of the plan
+  std::vector<EngineCandidate> candidates;
+  std::vector<std::vector<double>> seconds;
+
+  double median(size_t candidate) const { return medianOf(seconds[candidate]); }
+  size_t winner() const;  // as winnerOf
+};
+
 // For --verify: the largest slowdown of candidate 1 (the tuned rules) against candidate 0 (the built-in
-// ones) over every size of every sweep, as the ratio of their medians (1.02: 2% slower), and where.
+// ones) over every size of every sweep, as the ratio of their medians (1.02: 2% slower), and where
+// (collective "engine": bytes is the plan's chunk size).
 struct Slowdown {
   double ratio = 0;
   const char* collective = "";
   size_t bytes = 0;
 };
-Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps);
+Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps, const std::vector<EngineSweep>& engine);
 
 // How much faster than the built-in rules a candidate's median must be to replace them: differences below
 // it are within what repetitions on a shared machine scatter, and a tuned file must not lose to the
@@ -68,17 +109,22 @@ inline constexpr double kMinWinShare = 0.75;
 // The tuning file: a comment saying how it was measured (`provenance`, one line per entry), the signature
 // line, and per collective one rule per band of sizes: the winner at each measured size serves from it up to
 // the next (the last with no bound; below the first the built-in rules go on deciding), adjacent bands with
-// the same winner merged, none where the built-in rules won. Rules are for `nranks` ranks.
+// the same winner merged, none where the built-in rules won. Then the engine's rules, by plan chunk size
+// alike (`engine` in increasing chunk size). Rules are for `nranks` ranks.
 std::string tuningFileText(const std::vector<std::string>& provenance, const std::string& signature, int nranks,
-                           const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps);
+                           const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps,
+                           const std::vector<EngineSweep>& engine);
 
 // Per collective, a table of median busbw (GB/s): a row per candidate, a column per size, '*' beside each
 // size's winner, and a last row with the winner's lead over the built-in rules.
 std::string sweepTable(int nranks, const std::vector<TuneCandidate>& candidates, const std::vector<OpSweep>& sweeps);
+// The engine's: per plan chunk size, a row per candidate with its median ms per step, '*' beside the winner,
+// and the winner's lead over the built-in.
+std::string engineTable(int nranks, const std::vector<EngineSweep>& engine);
 
-// Everything measured, for plots (perf/tune_heatmap.py): candidates, and per collective the sizes, every
-// repetition's seconds, the medians and the winners.
+// Everything measured, for plots (perf/tune_heatmap.py): candidates, per collective the sizes, every
+// repetition's seconds and the winners, and per engine chunk size the candidates, seconds and winner.
 std::string sweepJson(const std::string& signature, int nranks, const std::vector<TuneCandidate>& candidates,
-                      const std::vector<OpSweep>& sweeps);
+                      const std::vector<OpSweep>& sweeps, const std::vector<EngineSweep>& engine);
 
 }  // namespace psdp::perf

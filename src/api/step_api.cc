@@ -44,8 +44,10 @@ Result<bool> orderIsForward(int order, const char* field, bool default_forward) 
 }
 
 // `tuned`: the tuning file's engine rule for the state (null: none), which fills the windows and the
-// grouping the caller leaves unset.
-Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, const psdp::tune::EngineRule* tuned) {
+// grouping the caller leaves unset; online tuning then starts from them. `deterministic`: the state's
+// communicator's mode, in which online tuning leaves the grouping alone.
+Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, const psdp::tune::EngineRule* tuned,
+                                               bool deterministic) {
   psdp_step_config_t c = PSDP_STEP_CONFIG_INITIALIZER;
   if (user != nullptr) {
     if (user->magic != PSDP_STEP_CONFIG_MAGIC) {
@@ -58,6 +60,14 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, c
     }
     std::memcpy(&c, user, std::min(user->size, sizeof(c)));
   }
+  if (c.online_tuning != 0 && c.online_tuning != 1) {
+    return Status::invalidArgument("config: online_tuning {} is neither 0 nor 1", c.online_tuning);
+  }
+  engine::StepConfig out;
+  out.online_tuning = c.online_tuning == 1;
+  out.tune_window = out.online_tuning && c.reduce_window == 0 && c.gather_window == 0;
+  out.tune_grouping =
+      out.online_tuning && c.chunks_per_transfer == 0 && c.mode == PSDP_STEP_PIPELINED && !deterministic;
   if (tuned != nullptr && tuned->window > 0) {
     if (c.reduce_window == 0) c.reduce_window = static_cast<size_t>(tuned->window);
     if (c.gather_window == 0) c.gather_window = static_cast<size_t>(tuned->window);
@@ -65,7 +75,6 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, c
   if (tuned != nullptr && tuned->grouping > 0 && c.chunks_per_transfer == 0) {
     c.chunks_per_transfer = static_cast<size_t>(tuned->grouping);
   }
-  engine::StepConfig out;
   out.reduce_window = c.reduce_window == 0 ? out.reduce_window : c.reduce_window;
   out.gather_window = c.gather_window == 0 ? out.gather_window : c.gather_window;
   PSDP_ASSIGN_OR_RETURN(out.reduce_forward, orderIsForward(c.reduce_order, "reduce_order", false));
@@ -126,7 +135,8 @@ PSDP_API psdp_status_t psdp_step_begin(psdp_state_h state, const psdp_step_confi
     PSDP_RETURN_IF_ERROR(checkOut(step_p, "step_p"));
     psdp::core::RegisteredState& registered = *state->impl;
     const std::optional<psdp::tune::EngineRule>& tuned = registered.tunedEngine();
-    PSDP_ASSIGN_OR_RETURN(engine::StepConfig translated, translateStepConfig(config, tuned ? &*tuned : nullptr));
+    PSDP_ASSIGN_OR_RETURN(engine::StepConfig translated,
+                          translateStepConfig(config, tuned ? &*tuned : nullptr, registered.deterministic()));
     auto handle = std::make_unique<psdp_step>();
     handle->state = state;
     const psdp::shard::ShardPlan& plan = registered.plan();
@@ -244,6 +254,30 @@ PSDP_API psdp_status_t psdp_state_step_events(psdp_state_h state, psdp_step_even
       events[i] = psdp_step_event_t{e.chunk, static_cast<psdp_step_stage_t>(e.stage), 0, e.begin_ns, e.end_ns};
     }
     *count_p = timeline.size();
+    return Status::ok();
+  });
+}
+
+PSDP_API psdp_status_t psdp_state_engine_tuning(psdp_state_h state, psdp_engine_tuning_t* tuning_p) {
+  return guarded(nullptr, [&] {
+    PSDP_RETURN_IF_ERROR(checkState(state));
+    PSDP_RETURN_IF_ERROR(checkOut(tuning_p, "tuning_p"));
+    const engine::OnlineTuner& tuner = state->impl->engine().tuner();
+    const engine::EngineSetting setting = state->impl->engine().lastSetting();
+    psdp_engine_tuning_t out{};
+    switch (tuner.phase()) {
+      case engine::TuningPhase::kOff: out.phase = PSDP_ENGINE_TUNING_OFF; break;
+      case engine::TuningPhase::kExploring: out.phase = PSDP_ENGINE_TUNING_EXPLORING; break;
+      case engine::TuningPhase::kFrozen: out.phase = PSDP_ENGINE_TUNING_FROZEN; break;
+    }
+    if (tuner.phase() != engine::TuningPhase::kOff) {
+      out.window = setting.window;
+      out.chunks_per_transfer = setting.grouping;
+    }
+    out.steps = tuner.steps();
+    out.step_s = tuner.bestSeconds();
+    out.start_step_s = tuner.startSeconds();
+    *tuning_p = out;
     return Status::ok();
   });
 }

@@ -143,8 +143,9 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
   }
   // The engine's teams: splits every rank makes alike, since every rank has the same plan now.
   PSDP_ASSIGN_OR_RETURN(state->teams_, makeStateTeams(comm, state->plan_));
-  state->engine_ = std::make_unique<engine::StateEngine>(state->plan_, state->rank_, state->pointers_,
-                                                         state->teams_.engineTeams(state->plan_, state->rank_));
+  state->engine_ = std::make_unique<engine::StateEngine>(
+      state->plan_, state->rank_, state->pointers_, state->teams_.engineTeams(state->plan_, state->rank_), comm.log());
+  state->deterministic_ = comm.config().deterministic;
   return state;
 }
 

@@ -50,6 +50,9 @@ class RegisteredState {
   // The tuning file's engine rule for this state's communicator and chunk size (core/tuning.h): the window
   // and grouping a step takes where its config leaves them unset. Null: none.
   const std::optional<tune::EngineRule>& tunedEngine() const { return tuned_engine_; }
+  // Whether its communicator runs in deterministic mode (PSDP_DETERMINISTIC): online tuning then leaves the
+  // grouping alone.
+  bool deterministic() const { return deterministic_; }
 
  private:
   friend Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Result<StateInput> input);
@@ -58,6 +61,7 @@ class RegisteredState {
   std::vector<void*> pointers_;
   int rank_;
   std::optional<tune::EngineRule> tuned_engine_;
+  bool deterministic_ = false;
   // Declared in creation order: the engine (and its step) goes before the teams it posts on.
   StateTeams teams_;
   std::unique_ptr<engine::StateEngine> engine_;

@@ -1,59 +1,68 @@
 #include "engine/state_engine.h"
 
 #include <fmt/format.h>
+#include <spdlog/logger.h>
 
 #include <algorithm>
+
+#include "tune/tuning_file.h"
 
 namespace psdp::engine {
 namespace {
 
 // What every rank of a step must share besides the step number and plan: the orders, the op, the grouping
-// of chunks into transfers, the gradient norm policy (its all-gathers run on the reduce teams) and the
-// partial sums' dtype (the reductions' dtype on the wire).
+// of chunks into transfers, whether it is tuned online, the gradient norm policy (its all-gathers run on the
+// reduce teams) and the partial sums' dtype (the reductions' dtype on the wire).
 uint64_t orderingOf(const StepConfig& config) {
-  return (config.reduce_forward ? 1u : 0u) | (config.gather_backward ? 2u : 0u) |
-         (static_cast<uint64_t>(config.grad_norm) << 4) | (static_cast<uint64_t>(config.partial_sums) << 6) |
-         (static_cast<uint64_t>(config.op) << 8) | (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
+  return (config.reduce_forward ? 1u : 0u) | (config.gather_backward ? 2u : 0u) | (config.online_tuning ? 4u : 0u) |
+         (config.online_tuning && config.tune_grouping ? 8u : 0u) | (static_cast<uint64_t>(config.grad_norm) << 4) |
+         (static_cast<uint64_t>(config.partial_sums) << 6) | (static_cast<uint64_t>(config.op) << 8) |
+         (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
 }
 
-const char* const kAgreedFields[] = {"step", "plan hash",
-                                     "orders, op, chunks per transfer, norm policy and partial sums"};
+// The agreed fields; a fourth, not compared, carries the step times of online tuning.
+constexpr size_t kAgreed = 3, kFields = 4;
+const char* const kAgreedFields[kAgreed] = {
+    "step", "plan hash", "orders, op, chunks per transfer, online tuning, norm policy and partial sums"};
 
 }  // namespace
 
 StateEngine::StateEngine(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers,
-                         std::vector<Team> teams)
-    : plan_(plan), rank_(rank), pointers_(pointers), teams_(std::move(teams)) {}
+                         std::vector<Team> teams, Logger log)
+    : plan_(plan), rank_(rank), pointers_(pointers), teams_(std::move(teams)), log_(std::move(log)) {}
 
 StateEngine::~StateEngine() {
   step_.reset();
 }
 
-// One all-gather of (step, plan hash, ordering) on each reduce team: a rank's shard group and its replica
-// group together link every rank to every other, so all agree once every team does.
-Status StateEngine::agree(const StepConfig& config) {
-  const uint64_t mine[3] = {next_step_, plan_.hash(), orderingOf(config)};
+// One all-gather of (step, plan hash, ordering, step time) on each reduce team: a rank's shard group and its
+// replica group together link every rank to every other, so all agree once every team does, and the
+// maximum of the times, passed on from one team to the next, is the slowest rank's.
+Result<uint64_t> StateEngine::agree(const StepConfig& config) {
+  uint64_t mine[kFields] = {next_step_, plan_.hash(), orderingOf(config), last_step_ns_};
   for (Stage stage : {Stage::kReduceInGroup, Stage::kReduceAcrossReplicas}) {
     Team& team = teams_[static_cast<int>(stage)];
     if (!team.exists()) continue;
     const size_t n = team.world_ranks.size();
-    agreement_.assign(3 * n, 0);
-    std::copy(mine, mine + 3, agreement_.begin() + 3 * static_cast<ptrdiff_t>(team.rank));
-    PSDP_ASSIGN_OR_RETURN(
-        std::unique_ptr<coll::CollTask> task,
-        team.collectives->postAllGather(agreement_.data() + 3 * team.rank, agreement_.data(), 3, PSDP_UINT64));
+    agreement_.assign(kFields * n, 0);
+    std::copy(mine, mine + kFields, agreement_.begin() + kFields * static_cast<ptrdiff_t>(team.rank));
+    PSDP_ASSIGN_OR_RETURN(std::unique_ptr<coll::CollTask> task,
+                          team.collectives->postAllGather(agreement_.data() + kFields * team.rank, agreement_.data(),
+                                                          kFields, PSDP_UINT64));
     PSDP_ASSIGN_OR_RETURN(std::shared_ptr<coll::Request> request, team.queue->post(std::move(task), false));
     team.queue->wait(*request, Deadline::never());
     PSDP_RETURN_IF_ERROR(request->status());
     for (size_t r = 0; r < n; ++r) {
-      for (size_t f = 0; f < 3; ++f) {
-        if (agreement_[3 * r + f] == mine[f]) continue;
+      const uint64_t* theirs = &agreement_[kFields * r];
+      mine[kAgreed] = std::max(mine[kAgreed], theirs[kAgreed]);
+      for (size_t f = 0; f < kAgreed; ++f) {
+        if (theirs[f] == mine[f]) continue;
         Status mismatch = Status::mismatch(
-            "step begin: rank {} has {} {}, this rank (rank {}) {}{}", team.world_ranks[r], kAgreedFields[f],
-            agreement_[3 * r + f], rank_, mine[f],
-            f == 0 ? (agreement_[3 * r] < mine[0] ? ": rank " + std::to_string(team.world_ranks[r]) + " lags"
-                                                  : ": this rank lags")
-                   : std::string());
+            "step begin: rank {} has {} {}, this rank (rank {}) {}{}", team.world_ranks[r], kAgreedFields[f], theirs[f],
+            rank_, mine[f],
+            f == 0
+                ? (theirs[0] < mine[0] ? ": rank " + std::to_string(team.world_ranks[r]) + " lags" : ": this rank lags")
+                : std::string());
         for (Team& t : teams_) {
           if (t.exists()) t.queue->abort(mismatch);
         }
@@ -61,7 +70,35 @@ Status StateEngine::agree(const StepConfig& config) {
       }
     }
   }
-  return Status::ok();
+  return mine[kAgreed];
+}
+
+void StateEngine::tune(StepConfig& config, uint64_t slowest_ns) {
+  if (!config.online_tuning) return;
+  if (!tuner_started_) {
+    tuner_started_ = true;
+    tuner_.start({config.reduce_window, config.chunks_per_transfer}, config.tune_window, config.tune_grouping,
+                 plan_.config().chunk_bytes, plan_.chunks().size());
+  } else if (slowest_ns != kNoSample) {
+    tuner_.record(static_cast<double>(slowest_ns) * 1e-9);
+  }
+  if (tuner_.takeFrozenNews() && log_ != nullptr) {
+    tune::EngineRule rule;
+    rule.min_ranks = rule.max_ranks = plan_.config().world_size;
+    rule.min_chunk_bytes = plan_.config().chunk_bytes;
+    rule.max_chunk_bytes = 2 * plan_.config().chunk_bytes;
+    rule.window = static_cast<int>(tuner_.best().window);
+    rule.grouping = static_cast<int>(tuner_.best().grouping);
+    log_->info(
+        "online tuning: after {} steps the engine keeps window {} and grouping {} ({:.1f} ms a step, the slowest "
+        "rank's; {:.2f}x the start's, window {} and grouping {}); as a tuning file's rule: {}",
+        tuner_.steps(), tuner_.best().window, tuner_.best().grouping, tuner_.bestSeconds() * 1e3,
+        tuner_.startSeconds() / tuner_.bestSeconds(), config.reduce_window, config.chunks_per_transfer,
+        tune::formatRule(rule));
+  }
+  const EngineSetting setting = tuner_.next();
+  if (config.tune_window) config.reduce_window = config.gather_window = setting.window;
+  if (config.tune_grouping) config.chunks_per_transfer = setting.grouping;
 }
 
 Result<Step*> StateEngine::begin(StepConfig config) {
@@ -88,6 +125,9 @@ Result<Step*> StateEngine::begin(StepConfig config) {
     });
     config.partial_sums = has_shard ? PartialSums::kFloat32 : PartialSums::kGradientDtype;
   }
+  PSDP_ASSIGN_OR_RETURN(const uint64_t slowest_ns, agree(config));
+  tune(config, slowest_ns);
+  last_setting_ = {config.reduce_window, config.chunks_per_transfer};
   const std::vector<Transfer> transfers = groupChunks(plan_, config.chunks_per_transfer);
   ChunkPacking packing(plan_, transfers, rank_, pointers_, config.partial_sums == PartialSums::kFloat32);
   // Pack buffers only for the transfers that do not run in place: a bulk step of one in-place chunk per
@@ -95,7 +135,6 @@ Result<Step*> StateEngine::begin(StepConfig config) {
   PSDP_RETURN_IF_ERROR(
       pool_.reserve(std::min(config.reduce_window, packing.packedReductions()), packing.maxReducePackBytes(),
                     std::min(config.gather_window, packing.packedGathers()), packing.maxGatherPackBytes()));
-  PSDP_RETURN_IF_ERROR(agree(config));
   StepResources resources;
   resources.plan = &plan_;
   resources.rank = rank_;
@@ -104,6 +143,7 @@ Result<Step*> StateEngine::begin(StepConfig config) {
   resources.pool = &pool_;
   resources.previous_norm = &last_norm_;
   step_ = std::make_unique<Step>(resources, config, next_step_++);
+  step_began_ = std::chrono::steady_clock::now();
   return step_.get();
 }
 
@@ -111,11 +151,14 @@ Status StateEngine::end(const Deadline& until) {
   if (step_ == nullptr) return Status::invalidUsage("no step has begun");
   PSDP_RETURN_IF_ERROR(step_->end(until));
   abandon();
+  last_step_ns_ = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - step_began_).count());
   return Status::ok();
 }
 
 void StateEngine::abandon() {
   if (step_ == nullptr) return;
+  last_step_ns_ = kNoSample;
   last_timeline_ = step_->takeTimeline();
   if (std::optional<GradNorm> norm = step_->computedNorm()) last_norm_ = *norm;
   step_.reset();

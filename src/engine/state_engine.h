@@ -2,13 +2,22 @@
 // registration's context), the pack buffers its steps share (engine/pack_pool.h), and the steps themselves,
 // one at a time, numbered from 0. Every rank begins its steps in the same sequence; begin() checks with
 // the state's peers that they agree on the step number, the plan and the step's ordering settings.
+//
+// Online tuning (engine/online_tuner.h) rides on that agreement: each rank adds the time of its last step
+// (from the end of begin's agreement to the end of end()); the first team's all-gather gives every rank its
+// shard group's slowest, which it passes on in the second team's, whose maximum is then the slowest rank's
+// of all (every shard group has a member in each replica group). So every rank feeds its tuner the same
+// number, and the tuner's choices need no message of their own.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "base/log.h"
 #include "base/status.h"
+#include "engine/online_tuner.h"
 #include "engine/pack_pool.h"
 #include "engine/step.h"
 #include "engine/team.h"
@@ -20,8 +29,9 @@ class StateEngine {
  public:
   // teams: by stage kind; the replica ones empty (no collectives) when G == W. REQUIRES: each shard team's
   // rank is this rank's member and each replica team's its replica (plan layout); plan and pointers outlive
-  // the engine.
-  StateEngine(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers, std::vector<Team> teams);
+  // the engine. `log` (may be null): where online tuning says what it chose.
+  StateEngine(const shard::ShardPlan& plan, int rank, const std::vector<void*>& pointers, std::vector<Team> teams,
+              Logger log = nullptr);
   ~StateEngine();
 
   // Begins the next step. Collective over the state's teams (one small all-gather on each reduce team).
@@ -35,9 +45,19 @@ class StateEngine {
   void abandon();
   // The timeline of the last step ended or dropped (engine/step_timeline.h); empty before the first.
   const std::vector<StageEvent>& lastTimeline() const { return last_timeline_.events(); }
+  // The online tuner of the state's steps (off until a step asks for it), and the windows and grouping the
+  // last step begun runs with. Not while begin() runs.
+  const OnlineTuner& tuner() const { return tuner_; }
+  EngineSetting lastSetting() const { return last_setting_; }
 
  private:
-  Status agree(const StepConfig& config);
+  // A step's time not measured: none ended yet, or the last one was dropped.
+  static constexpr uint64_t kNoSample = UINT64_MAX;
+
+  // The slowest rank's time of the last step (ns), or kNoSample where any rank has none.
+  Result<uint64_t> agree(const StepConfig& config);
+  // Starts or feeds the tuner, and applies its setting to what `config` leaves to it.
+  void tune(StepConfig& config, uint64_t slowest_ns);
 
   const shard::ShardPlan& plan_;
   const int rank_;
@@ -49,6 +69,12 @@ class StateEngine {
   std::unique_ptr<Step> step_;
   StepTimeline last_timeline_{0, 0};
   GradNorm last_norm_;  // the last one a step computed, for a deferred policy
+  Logger log_;
+  OnlineTuner tuner_;
+  bool tuner_started_ = false;
+  EngineSetting last_setting_;
+  std::chrono::steady_clock::time_point step_began_;
+  uint64_t last_step_ns_ = kNoSample;
 };
 
 }  // namespace psdp::engine

@@ -38,7 +38,9 @@ static void test_abi(void) {
   /* The step's structs: the config grows at its end only. */
   CHECK(offsetof(psdp_step_config_t, stream) == 64);
   CHECK(offsetof(psdp_step_config_t, grad_norm) == 72 && offsetof(psdp_step_config_t, partial_sums) == 76);
-  CHECK(sizeof(psdp_step_config_t) == 80);
+  CHECK(offsetof(psdp_step_config_t, online_tuning) == 80 && sizeof(psdp_step_config_t) == 88);
+  CHECK(offsetof(psdp_engine_tuning_t, window) == 8 && offsetof(psdp_engine_tuning_t, step_s) == 32);
+  CHECK(sizeof(psdp_engine_tuning_t) == 48);
   CHECK(offsetof(psdp_step_event_t, begin_ns) == 16 && offsetof(psdp_step_event_t, end_ns) == 24);
   CHECK(sizeof(psdp_step_event_t) == 32);
   CHECK(offsetof(psdp_grad_norm_t, nonfinite) == 8 && offsetof(psdp_grad_norm_t, step) == 16);
@@ -125,7 +127,9 @@ static void test_handle_arguments(void) {
   {
     size_t count = 0;
     psdp_grad_norm_t norm;
+    psdp_engine_tuning_t tuning;
     CHECK_ERROR(psdp_state_step_events(NULL, NULL, 0, &count), PSDP_ERR_INVALID_ARGUMENT, NULL, "state");
+    CHECK_ERROR(psdp_state_engine_tuning(NULL, &tuning), PSDP_ERR_INVALID_ARGUMENT, NULL, "state");
     CHECK_ERROR(psdp_step_grad_norm(NULL, 0.0, &norm), PSDP_ERR_INVALID_ARGUMENT, NULL, "step");
   }
   /* A pointer that was never a request is refused, not dereferenced. */

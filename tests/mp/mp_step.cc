@@ -14,13 +14,17 @@
 // of "compute" apart, and the first chunks must be reduced and handed out before the last gradients are.
 //   mp_step [--group G] [--level group|world] [--window N] [--chunk-bytes B] [--steps S] [--adam]
 //           [--update-after-all] [--forward-reductions] [--unused] [--over-time] [--bulk] [--group-chunks N]
-//           [--accumulate K] [--grad-norm global|deferred] [--nonfinite]
+//           [--accumulate K] [--grad-norm global|deferred] [--nonfinite] [--online]
+// With --online, steps ask for online tuning of the windows and the grouping: the parameters must stay exact
+// while the engine tries settings, every rank must see the same phase and settings after every step, and
+// with enough steps the choice must be made (frozen).
 #include <psdp/psdp.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -51,6 +55,7 @@ struct Options {
   int accumulate = 1;              // micro-batches per step
   int grad_norm = PSDP_GRAD_NORM_NONE;
   bool nonfinite = false;  // an inf and a NaN in one rank's gradients of one step
+  bool online = false;     // online tuning of the windows and grouping (which --window and --group-chunks fix)
 };
 
 // Counts that neither the chunk nor the alignment divides.
@@ -172,6 +177,7 @@ struct Reference {
 
 Options parse(int argc, char** argv) {
   Options o;
+  bool window_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return std::string(i + 1 < argc ? argv[++i] : ""); };
@@ -179,9 +185,10 @@ Options parse(int argc, char** argv) {
       o.group = std::stoi(next());
     else if (a == "--level")
       o.world_level = next() == "world";
-    else if (a == "--window")
+    else if (a == "--window") {
       o.window = std::stoul(next());
-    else if (a == "--chunk-bytes")
+      window_given = true;
+    } else if (a == "--chunk-bytes")
       o.chunk_bytes = std::stoul(next());
     else if (a == "--steps")
       o.steps = std::stoi(next());
@@ -199,7 +206,21 @@ Options parse(int argc, char** argv) {
       o.grad_norm = next() == "global" ? PSDP_GRAD_NORM_GLOBAL : PSDP_GRAD_NORM_DEFERRED;
     else if (a == "--nonfinite")
       o.nonfinite = true;
+    else if (a == "--over-time")
+      o.over_time = true;
+    else if (a == "--bulk")
+      o.bulk = true;
+    else if (a == "--group-chunks")
+      o.chunks_per_transfer = std::stoul(next());
+    else if (a == "--online")
+      o.online = true;
+    else {
+      // An option read as nothing would let the test pass on the defaults.
+      std::fprintf(stderr, "mp_step: unknown option '%s'\n", a.c_str());
+      std::exit(2);
+    }
   }
+  if (o.online && !window_given) o.window = 0;  // left to the tuner
   return o;
 }
 
@@ -249,6 +270,7 @@ class Framework {
     config.mode = o_.bulk ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
     config.chunks_per_transfer = o_.chunks_per_transfer;
     config.grad_norm = o_.grad_norm;
+    config.online_tuning = o_.online ? 1 : 0;
     psdp_step_h handle = nullptr;
     psdp_status_t s = psdp_step_begin(state_, &config, &handle);
     report_.check(s == PSDP_SUCCESS, at + "begin: " + why(nullptr, s));
@@ -334,6 +356,7 @@ class Framework {
     report_.check(s == PSDP_SUCCESS, at + "end: " + why(nullptr, s));
     for (size_t b = 0; b < kCounts.size(); ++b) checkParameters(b, at);
     checkTimeline(at);
+    if (o_.online) checkOnlineTuning(step, at);
   }
 
   void finish() {
@@ -479,6 +502,51 @@ class Framework {
                                 " parameters differ from the reference, first at " + std::to_string(first));
   }
 
+  // Every rank must report the same phase and settings after every step (they decide alike from the same
+  // agreed times); the settings must be among the tuner's; once the choice is made it stays; and within 24
+  // steps (the start, then at most 11 settings of 2 steps each, then the choice) it is made.
+  void checkOnlineTuning(int step, const std::string& at) {
+    psdp_engine_tuning_t tuning{};
+    psdp_status_t s = psdp_state_engine_tuning(state_, &tuning);
+    report_.check(s == PSDP_SUCCESS, at + "engine_tuning: " + why(nullptr, s));
+    const uint64_t mine[3] = {static_cast<uint64_t>(tuning.phase), tuning.window, tuning.chunks_per_transfer};
+    std::vector<uint64_t> all(3 * static_cast<size_t>(nranks_));
+    s = psdp_all_gather(mine, all.data(), 3, PSDP_UINT64, comm_, nullptr, nullptr);
+    report_.check(s == PSDP_SUCCESS, at + "all_gather: " + why(comm_, s));
+    for (int r = 0; r < nranks_ && s == PSDP_SUCCESS; ++r) {
+      report_.check(std::equal(mine, mine + 3, &all[3 * static_cast<size_t>(r)]),
+                    at + "online tuning: rank " + std::to_string(r) + " has phase " + std::to_string(all[3 * r]) +
+                        ", window " + std::to_string(all[3 * r + 1]) + " x" + std::to_string(all[3 * r + 2]) +
+                        "; this rank " + std::to_string(mine[0]) + ", " + std::to_string(mine[1]) + " x" +
+                        std::to_string(mine[2]));
+    }
+    const bool known_window = tuning.window == 1 || tuning.window == 2 || tuning.window == 4 || tuning.window == 8;
+    const bool known_grouping = tuning.chunks_per_transfer >= 1 && tuning.chunks_per_transfer <= 16 &&
+                                (tuning.chunks_per_transfer & (tuning.chunks_per_transfer - 1)) == 0;
+    report_.check(known_window && known_grouping && tuning.phase != PSDP_ENGINE_TUNING_OFF,
+                  at + "online tuning: phase " + std::to_string(tuning.phase) + ", window " +
+                      std::to_string(tuning.window) + " x" + std::to_string(tuning.chunks_per_transfer));
+    const char* deterministic = std::getenv("PSDP_DETERMINISTIC");
+    if (deterministic != nullptr && std::string(deterministic) == "1") {
+      report_.check(tuning.chunks_per_transfer == 1, at +
+                                                         "online tuning changed the grouping in deterministic mode: x" +
+                                                         std::to_string(tuning.chunks_per_transfer));
+    }
+    if (frozen_) {
+      report_.check(tuning.phase == PSDP_ENGINE_TUNING_FROZEN && tuning.window == frozen_at_.window &&
+                        tuning.chunks_per_transfer == frozen_at_.chunks_per_transfer,
+                    at + "online tuning changed after its choice");
+    }
+    if (tuning.phase == PSDP_ENGINE_TUNING_FROZEN && !frozen_) {
+      frozen_ = true;
+      frozen_at_ = tuning;
+      report_.check(tuning.step_s > 0 && tuning.start_step_s > 0 && tuning.step_s <= tuning.start_step_s,
+                    at + "online tuning: the choice's time " + std::to_string(tuning.step_s) +
+                        " s beyond the start's " + std::to_string(tuning.start_step_s));
+    }
+    report_.check(frozen_ || step < 23, at + "online tuning has not made its choice after 24 steps");
+  }
+
   int stepIndex() const { return current_step_; }
 
  public:
@@ -502,6 +570,8 @@ class Framework {
   std::vector<size_t> state_offset_;
   std::vector<size_t> held_;
   size_t updated_ = 0;
+  bool frozen_ = false;  // online tuning has made its choice, frozen_at_
+  psdp_engine_tuning_t frozen_at_{};
 };
 
 }  // namespace

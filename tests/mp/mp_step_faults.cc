@@ -100,6 +100,16 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   bad.partial_sums = 5;
   expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "partial_sums 5",
               "an unknown partial-sum dtype");
+  bad = PSDP_STEP_CONFIG_INITIALIZER;
+  bad.online_tuning = 2;
+  expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "online_tuning 2",
+              "online tuning neither on nor off");
+  psdp_engine_tuning_t tuning;
+  report.check(
+      psdp_state_engine_tuning(state.handle, &tuning) == PSDP_SUCCESS && tuning.phase == PSDP_ENGINE_TUNING_OFF,
+      "engine tuning off before any step asked for it");
+  expectError(report, psdp_state_engine_tuning(state.handle, nullptr), PSDP_ERR_INVALID_ARGUMENT, "tuning_p",
+              "engine tuning into NULL");
   report.check(psdp_step_begin(state.handle, nullptr, &step) == PSDP_SUCCESS, "begin");
   psdp_grad_norm_t norm;
   expectError(report, psdp_step_grad_norm(step, 0.0, &norm), PSDP_ERR_INVALID_USAGE, "no gradient norm",
@@ -183,7 +193,8 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   if (rank == nranks - 1) config.reduce_order = PSDP_STEP_ORDER_FORWARD;
   s = psdp_step_begin(other.handle, &config, &step);
   const std::string odd = "rank " + std::to_string(rank == nranks - 1 ? 0 : nranks - 1);
-  expectError(report, s, PSDP_ERR_MISMATCH, "orders, op, chunks per transfer, norm policy and partial sums",
+  expectError(report, s, PSDP_ERR_MISMATCH,
+              "orders, op, chunks per transfer, online tuning, norm policy and partial sums",
               "begin with another order");
   report.check(has(psdp_get_last_error(nullptr), odd),
                "the mismatch names " + odd + ": " + psdp_get_last_error(nullptr));

@@ -54,7 +54,8 @@ case $mode in
     expect_usage_error "unexpected argument 'extra'" ar extra
     expect_usage_error "cannot open /nonexistent.json" step --model /nonexistent.json
     expect_usage_error "no model 'Qwen9' in the file" step --name Qwen9
-    expect_usage_error "--window: expected a count" step --window 0
+    expect_usage_error "--window: expected a count" step --window many
+    expect_usage_error "--online-out: only with --online" step --online-out t
     expect_usage_error "--bulk-plan: expected whole or chunked" step --bulk-plan some
     "$perf" --help >"$tmp/out" 2>&1 || fail "--help exited non-zero"
     grep -q 'usage: psdp-perf' "$tmp/out" || fail "--help prints no usage"

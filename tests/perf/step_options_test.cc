@@ -44,18 +44,24 @@ TEST(StepOptions, DefaultsAndValues) {
   EXPECT_FALSE(o.mixed || o.bf16_partials);
   ASSERT_TRUE(parse({"--precision", "bf16", "--partials", "bf16"}, &o, &error)) << error;
   EXPECT_TRUE(o.mixed && o.bf16_partials);
+  // The engine's settings: 2 and 1 unless given; 0 leaves them to the tuning file's engine rule.
+  EXPECT_EQ(o.window, 2u);
+  EXPECT_EQ(o.grouping, 1u);
+  ASSERT_TRUE(parse({"--window", "0", "--grouping", "4"}, &o, &error)) << error;
+  EXPECT_EQ(o.window, 0u);
+  EXPECT_EQ(o.grouping, 4u);
 }
 
 TEST(StepOptions, BadValuesNameTheOption) {
   const std::vector<std::vector<std::string>> bad = {{"--scale", "0"},           {"--scale", "2"},
-                                                     {"--window", "0"},          {"--mode", "fast"},
+                                                     {"--window", "x"},          {"--mode", "fast"},
                                                      {"--level", "x"},           {"--optimizer", "lamb"},
                                                      {"--bytes", "2"},           {"--iters", "0"},
                                                      {"--group", "-1"},          {"--bulk-plan", "some"},
                                                      {"--gather-order", "both"}, {"--frobnicate"},
                                                      {"--chunk-bytes"},          {"--bytes", "1M", "--model", "m.json"},
                                                      {"--precision", "fp8"},     {"--partials", "fp16"},
-                                                     {"--partials", "bf16"}};
+                                                     {"--partials", "bf16"},     {"--grouping", "-2"}};
   for (const auto& args : bad) {
     StepOptions o;
     std::string error;

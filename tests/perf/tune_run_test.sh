@@ -3,10 +3,13 @@
 # this interconnect that the library reads (psdp-info --algorithms --signature shows its rules), that
 # communicators apply (each rank logs the section) and with which psdp-perf gets every element right; and
 # its JSON must draw as a PNG heatmap (with Debian's python3 and python3-matplotlib; said and skipped where
-# they are missing).
-#   tune_run_test.sh PSDP_RUN PSDP_TUNE PSDP_PERF PSDP_INFO TUNE_HEATMAP_PY
+# they are missing). Then the engine sweep on a small model-shaped state (--model, 2% of Qwen2.5-0.5B, two
+# chunk sizes, one repetition): a table per chunk size, the engine's JSON; an engine rule that psdp-perf step
+# applies where its windows and grouping are left to the file, and that psdp-tune --verify measures. Last,
+# online tuning in psdp-perf step, whose choice it writes as a tuning file the library reads.
+#   tune_run_test.sh PSDP_RUN PSDP_TUNE PSDP_PERF PSDP_INFO TUNE_HEATMAP_PY MODEL_JSON
 set -uo pipefail
-run=$1 tune=$2 perf=$3 info=$4 heatmap=$5
+run=$1 tune=$2 perf=$3 info=$4 heatmap=$5 model=$6
 failures=0
 fail() {
   echo "FAIL: $*"
@@ -15,6 +18,21 @@ fail() {
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 unset PSDP_ALGORITHMS PSDP_ALGORITHM PSDP_DETERMINISTIC PSDP_HOST_COLLECTIVES PSDP_TUNING_FILE
+
+# Bad command lines exit 2 naming the option, before any communicator.
+expect_usage_error() {
+  local words=$1
+  shift
+  local err
+  err=$("$tune" "$@" 2>&1 >/dev/null)
+  local status=$?
+  [[ $status -eq 2 ]] || fail "psdp-tune $*: exit $status, want 2"
+  grep -F -- "$words" <<<"$err" > /dev/null || fail "psdp-tune $*: no '$words' in: $err"
+}
+expect_usage_error "add --model FILE" --scale 0.5
+expect_usage_error "nothing to sweep without --model" --ops none
+expect_usage_error "--chunk-bytes: '4Q' is not a size" --model default --chunk-bytes 1M,4Q
+expect_usage_error "--scale: expected a number in (0, 1]" --model default --scale 2
 
 out=$("$run" -n 2 --timeout 180 -- "$tune" --quick -b 64K -e 4M -r 2 --point-seconds 0.005 -o "$dir/tuning" \
   --json "$dir/sweep.json" 2>&1)
@@ -47,6 +65,53 @@ if /usr/bin/python3 -c "import matplotlib" 2> /dev/null; then
 else
   echo "SKIPPED heatmap: Debian's python3 with python3-matplotlib is not installed (scripts/setup.sh installs it)"
 fi
+
+engine_args=(--ops none --model "$model" --scale 0.02 --chunk-bytes 256K,1M -r 1)
+out=$("$run" -n 2 --timeout 180 -- "$tune" --quick "${engine_args[@]}" -o "$dir/engine" --json "$dir/engine.json" 2>&1)
+status=$?
+echo "$out"
+[[ $status -eq 0 ]] || fail "psdp-tune --model exited $status"
+for chunks in 256K 1M; do
+  grep -F "[0] # engine, 2 ranks, plan chunks of $chunks (" <<<"$out" > /dev/null || fail "no engine table at $chunks"
+done
+grep -F '"chunk_bytes": 262144' "$dir/engine.json" > /dev/null || fail "the JSON has no engine sweep at 256K"
+grep -F "all-reduce, 2 ranks" <<<"$out" > /dev/null && fail "--ops none swept the collectives"
+
+# A rule for the 256K chunks (window 3 and grouping 2, which no sweep tries): psdp-perf step takes it where
+# its config leaves the settings to the file, and psdp-tune --verify measures it against the built-in.
+{
+  echo "psdp-tuning 1"
+  echo "signature $signature"
+  echo "engine ranks=2 chunk-bytes=256K-512K window=3 grouping=2"
+} > "$dir/engine-rule"
+out=$(PSDP_TUNING_FILE=$dir/engine-rule PSDP_LOG_LEVEL=info "$run" -n 2 --timeout 120 -- "$perf" step --model "$model" \
+  --scale 0.02 --chunk-bytes 256K --window 0 --grouping 0 --iters 1 --warmup 0 --mode pipelined 2>&1)
+status=$?
+[[ $status -eq 0 ]] || fail "psdp-perf step with the engine rule: exit $status: $out"
+grep -F "line 3: steps of this state take window 3 and grouping 2" <<<"$out" > /dev/null ||
+  fail "psdp-perf step: the engine rule does not apply: $out"
+out=$("$run" -n 2 --timeout 180 -- "$tune" --verify "$dir/engine-rule" "${engine_args[@]}" 2>&1)
+status=$?
+echo "$out"
+# 4: slower than the built-in beyond the noise, which one repetition may well say; anything else fails.
+[[ $status -eq 0 || $status -eq 4 ]] || fail "psdp-tune --verify of an engine rule exited $status"
+grep -F "window 2 x1 (built-in)" <<<"$out" > /dev/null && grep -F "tuned" <<<"$out" > /dev/null ||
+  fail "psdp-tune --verify: no built-in and tuned rows"
+grep -F "against the built-in rules: at worst" <<<"$out" > /dev/null || fail "psdp-tune --verify: no verdict"
+
+# Online tuning: psdp-perf step --online runs steps until the engine keeps a choice, and writes it as a
+# tuning file that the library reads (psdp-info shows its engine rule).
+out=$("$run" -n 2 --timeout 180 -- "$perf" step --model "$model" --scale 0.02 --chunk-bytes 256K --online \
+  --online-out "$dir/online" --iters 1 --mode pipelined 2>&1)
+status=$?
+[[ $status -eq 0 ]] || fail "psdp-perf step --online exited $status: $out"
+grep -E "^\[0\] # online tuning kept window [1248] x[0-9]+ after [0-9]+ steps" <<<"$out" > /dev/null ||
+  fail "psdp-perf step --online: no choice kept: $out"
+grep -E "^engine ranks=2 chunk-bytes=256K-512K window=[1248] grouping=[0-9]+$" "$dir/online" > /dev/null ||
+  fail "psdp-perf step --online-out: $(cat "$dir/online")"
+table=$(PSDP_TUNING_FILE=$dir/online "$info" --algorithms --signature "$signature") || fail "psdp-info: exit $?"
+grep -E "# engine ranks=2 chunk-bytes=256K-512K window=" <<<"$table" > /dev/null ||
+  fail "psdp-info does not show the online choice's rule: $table"
 
 if ((failures > 0)); then
   echo "$failures check(s) failed"

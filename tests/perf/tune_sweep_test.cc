@@ -64,6 +64,23 @@ TEST(TuneSweepTest, ACandidateWinsOnlyWithALeadOverTheBuiltInRules) {
   EXPECT_EQ(sweep.winner(0), 1u);
 }
 
+// The algorithm table the library makes from tuning file `text` for the 2-rank shared-memory signature.
+std::string appliedTable(const std::string& text) {
+  char path[] = "/tmp/psdp_tune_sweep_test.XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return "mkstemp failed";
+  close(fd);
+  std::ofstream(path) << text;
+  psdp_config_t config = PSDP_CONFIG_INITIALIZER;
+  config.tuning_file = path;
+  char out[16384];
+  size_t len = sizeof(out);
+  const psdp_status_t s =
+      psdp_algorithm_table_for(&config, "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", out, &len);
+  std::remove(path);
+  return s == PSDP_SUCCESS ? std::string(out) : std::string("error: ") + psdp_get_last_error(nullptr);
+}
+
 TEST(TuneSweepTest, BandsRunFromEachSizeToTheNextMergedWhereTheWinnerStays) {
   const std::vector<TuneCandidate> candidates = {
       {"built-in", "", "", ""}, {"rhd", "*:0-=rhd", "algorithm=rhd", ""}, {"ring", "*:0-=ring", "algorithm=ring", ""}};
@@ -72,7 +89,7 @@ TEST(TuneSweepTest, BandsRunFromEachSizeToTheNextMergedWhereTheWinnerStays) {
                        {{1, 1, 1, 1}, {0.5, 0.5, 1, 2}, {2, 2, 2, 0.5}});
   OpSweep ag = sweepOf(TuneOp::kAllGather, {64 << 10}, {{1}, {2}, {2}});
   const std::string text = tuningFileText(
-      {"measured by a test"}, "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", 2, candidates, {ar, ag});
+      {"measured by a test"}, "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", 2, candidates, {ar, ag}, {});
   EXPECT_EQ(text,
             "psdp-tuning 1\n"
             "# measured by a test\n"
@@ -84,28 +101,15 @@ TEST(TuneSweepTest, BandsRunFromEachSizeToTheNextMergedWhereTheWinnerStays) {
   EXPECT_NE(table.find("2.00x"), std::string::npos) << table;
 
   // The library reads the file and, for that signature, serves the bands with its rules.
-  char path[] = "/tmp/psdp_tune_sweep_test.XXXXXX";
-  const int fd = mkstemp(path);
-  ASSERT_GE(fd, 0);
-  close(fd);
-  std::ofstream(path) << text;
-  psdp_config_t config = PSDP_CONFIG_INITIALIZER;
-  config.tuning_file = path;
-  char out[16384];
-  size_t len = sizeof(out);
-  ASSERT_EQ(psdp_algorithm_table_for(&config, "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", out, &len),
-            PSDP_SUCCESS)
-      << psdp_get_last_error(nullptr);
-  const std::string applied = out;
+  const std::string applied = appliedTable(text);
   EXPECT_NE(applied.find("all-reduce:64K-1M=rhd,ranks=2-2"), std::string::npos) << applied;
   EXPECT_NE(applied.find("# tuning file line 5"), std::string::npos) << applied;
-  std::remove(path);
 }
 
 TEST(TuneSweepTest, VerifyFindsTheWorstSlowdownOfTheTunedRules) {
   OpSweep ar = sweepOf(TuneOp::kAllReduce, {1 << 20, 4 << 20}, {{1.0, 1.0}, {0.5, 1.2}});
   OpSweep ag = sweepOf(TuneOp::kAllGather, {1 << 20}, {{1.0}, {1.1}});
-  const Slowdown worst = worstSlowdown({ar, ag});
+  const Slowdown worst = worstSlowdown({ar, ag}, {});
   EXPECT_DOUBLE_EQ(worst.ratio, 1.2);
   EXPECT_STREQ(worst.collective, "all-reduce");
   EXPECT_EQ(worst.bytes, size_t{4} << 20);
@@ -115,10 +119,78 @@ TEST(TuneSweepTest, VerifyFindsTheWorstSlowdownOfTheTunedRules) {
 TEST(TuneSweepTest, JsonHoldsEveryRepetition) {
   const std::vector<TuneCandidate> candidates = {{"built-in", "", "", ""}, {"rhd", "*:0-=rhd", "algorithm=rhd", ""}};
   OpSweep rs = sweepOf(TuneOp::kReduceScatter, {1 << 20}, {{0.25}, {0.5}});
-  const std::string json = sweepJson("provider=ucx lanes=tcp hosts=2 ranks-per-host=1", 2, candidates, {rs});
+  const std::string json = sweepJson("provider=ucx lanes=tcp hosts=2 ranks-per-host=1", 2, candidates, {rs}, {});
   EXPECT_NE(json.find("\"collective\": \"reduce-scatter\""), std::string::npos) << json;
   EXPECT_NE(json.find("[[0.25, 0.75, 0.25]]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"winners\": [0]"), std::string::npos) << json;
+}
+
+EngineSweep engineSweepOf(size_t chunk_bytes, std::vector<std::vector<double>> seconds) {
+  EngineSweep sweep;
+  sweep.chunk_bytes = chunk_bytes;
+  sweep.chunks = 10;
+  sweep.candidates = engineCandidates(false, chunk_bytes);
+  sweep.seconds.assign(sweep.candidates.size(), std::vector<double>(seconds[0].size(), 9.0));
+  for (size_t c = 0; c < seconds.size(); ++c) sweep.seconds[c] = seconds[c];
+  return sweep;
+}
+
+TEST(TuneSweepTest, EngineCandidatesStartWithTheBuiltInAndKeepTransfersWithin64M) {
+  const std::vector<EngineCandidate> small = engineCandidates(false, size_t{1} << 20);
+  ASSERT_FALSE(small.empty());
+  EXPECT_EQ(small[0], kBuiltInEngine);
+  EXPECT_EQ(small.size(), 20u);                                      // windows 1, 2, 4, 8 by groupings 1-16
+  EXPECT_EQ(engineCandidates(false, size_t{16} << 20).size(), 12u);  // groupings 1, 2, 4
+  const std::vector<EngineCandidate> whole = engineCandidates(false, size_t{64} << 20);
+  EXPECT_EQ(whole.size(), 4u);
+  for (const EngineCandidate& c : whole) EXPECT_EQ(c.grouping, 1u) << c.name();
+  EXPECT_EQ(engineCandidates(true, size_t{4} << 20).size(), 6u);  // windows 1, 2, 4 by groupings 1 and 4
+  EXPECT_EQ(engineCandidates(true, size_t{64} << 20).size(), 3u);
+  EXPECT_EQ(small[1].name(), "window 1 x1");
+  EXPECT_EQ((EngineCandidate{0, 0}).name(), "tuned");
+}
+
+TEST(TuneSweepTest, EngineRulesRunByChunkSizeAndTheBuiltInWritesNone) {
+  // Candidate 0 is the built-in (window 2 x1); at 1M and 4M the last candidate (window 8 x16 at 1M,
+  // window 8 x16 at 4M: the same setting) wins clearly; at 16M and 64M the built-in stays.
+  std::vector<EngineSweep> engine;
+  for (size_t chunk : engineChunkSizes(false)) {
+    EngineSweep sweep = engineSweepOf(chunk, {{1.0, 1.0, 1.0}});
+    if (chunk <= (size_t{4} << 20)) {
+      sweep.seconds.back() = {0.5, 0.5, 0.5};
+      EXPECT_EQ(sweep.candidates.back(), (EngineCandidate{8, 16}));
+    }
+    engine.push_back(sweep);
+  }
+  EXPECT_EQ(engine[0].winner(), engine[0].candidates.size() - 1);
+  EXPECT_EQ(engine[2].winner(), 0u);
+  const std::string text = tuningFileText({}, "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", 2,
+                                          {{"built-in", "", "", ""}}, {}, engine);
+  EXPECT_EQ(text,
+            "psdp-tuning 1\n"
+            "signature provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2\n"
+            "engine ranks=2 chunk-bytes=1M-16M window=8 grouping=16\n");
+  const std::string table = engineTable(2, engine);
+  EXPECT_NE(table.find("plan chunks of 1M (10)"), std::string::npos) << table;
+  EXPECT_NE(table.find("2.00x"), std::string::npos) << table;
+  const std::string json = sweepJson("s", 2, {{"built-in", "", "", ""}}, {}, engine);
+  EXPECT_NE(json.find("\"chunk_bytes\": 1048576, \"chunks\": 10, \"winner\": 19"), std::string::npos) << json;
+
+  // The library reads the rule and serves it to states whose plan chunks are 1M up to 16M.
+  const std::string applied = appliedTable(text);
+  EXPECT_NE(applied.find("engine ranks=2 chunk-bytes=1M-16M window=8 grouping=16"), std::string::npos) << applied;
+}
+
+TEST(TuneSweepTest, VerifyCountsTheEngine) {
+  EngineSweep sweep;
+  sweep.chunk_bytes = size_t{4} << 20;
+  sweep.candidates = {kBuiltInEngine, {0, 0}};
+  sweep.seconds = {{1.0, 1.0, 1.0}, {1.3, 1.3, 1.3}};
+  OpSweep ar = sweepOf(TuneOp::kAllReduce, {1 << 20}, {{1.0}, {1.1}});
+  const Slowdown worst = worstSlowdown({ar}, {sweep});
+  EXPECT_DOUBLE_EQ(worst.ratio, 1.3);
+  EXPECT_STREQ(worst.collective, "engine");
+  EXPECT_EQ(worst.bytes, size_t{4} << 20);
 }
 
 }  // namespace
