@@ -1210,17 +1210,19 @@ PSDP_API psdp_status_t psdp_state_step_events(psdp_state_h state, psdp_step_even
                                               size_t* count_p);
 
 /* Online tuning (psdp_step_config_t.online_tuning = 1, alike on every rank). During the first steps of a run
- * the engine tries settings of what the config leaves at 0 (reduce_window and gather_window, alike; and
- * chunks_per_transfer in pipelined mode, unless PSDP_DETERMINISTIC=1, where grouping would change the order
- * of reductions), starting from the tuning file's engine rule or the built-in 2 and 1: first the windows 1,
- * 2, 4 and 8, then the groupings 1, 2, 4, 8 and 16 (transfers of at most 64 MiB) at the best window, then,
- * where another grouping won, the windows again at that grouping. Each setting runs 2 steps and counts its
- * faster; a setting must be 3% faster than the best so far to replace it. A step's time is the slowest rank's, from the end of psdp_step_begin's agreement to the end of
+ * of pipelined steps the engine tries settings of what the config leaves at 0 (reduce_window and
+ * gather_window, alike; and chunks_per_transfer, unless PSDP_DETERMINISTIC=1, where grouping would change the
+ * order of reductions; bulk steps have nothing to tune), starting from the tuning file's engine rule or the
+ * built-in 2 and 1: first the windows 1, 2, 4 and 8, then the groupings 1, 2, 4, 8 and 16 (transfers of at
+ * most 64 MiB) at the best window, then, where another grouping won, the windows again at that grouping.
+ * Each setting runs 2 steps and counts its faster; a setting must be 3% faster than the best so far to
+ * replace it. A step's time is the slowest rank's, from the end of psdp_step_begin's agreement to the end of
  * psdp_step_end, carried in the agreement every step begin already makes, so every rank takes the same
  * decisions and no extra message is sent. The first step is not counted (it touches every page). After at
  * most 23 steps the choice is kept for the life of the state, and the communicator's log says it at info
- * level with the rule a tuning file would need for it. The plan's chunks (which decide ownership) are never
- * changed. Steps explored run slower or faster than the final setting; a failed step is not counted. */
+ * level with the rule a tuning file would need for it. The plan's chunks (which decide ownership) and the
+ * collectives' fragments are never changed. Steps explored run slower or faster than the final setting; a
+ * failed step is not counted. */
 typedef enum psdp_engine_tuning_phase {
   PSDP_ENGINE_TUNING_OFF = 0,       /* no step has asked for it */
   PSDP_ENGINE_TUNING_EXPLORING = 1, /* trying settings */

@@ -65,7 +65,8 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, c
   }
   engine::StepConfig out;
   out.online_tuning = c.online_tuning == 1;
-  out.tune_window = out.online_tuning && c.reduce_window == 0 && c.gather_window == 0;
+  // Bulk mode has one transfer per space: nothing for windows or grouping to change.
+  out.tune_window = out.online_tuning && c.reduce_window == 0 && c.gather_window == 0 && c.mode == PSDP_STEP_PIPELINED;
   out.tune_grouping =
       out.online_tuning && c.chunks_per_transfer == 0 && c.mode == PSDP_STEP_PIPELINED && !deterministic;
   if (tuned != nullptr && tuned->window > 0) {
