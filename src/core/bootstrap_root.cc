@@ -72,11 +72,14 @@ SharedRest shareError(const Status& status) {
 
 class RootServerImpl final : public RootServer {
  public:
-  RootServerImpl(UniqueFd listener, UniqueFd wake, RendezvousId id, const Config& config, const Deadline& deadline)
+  // timeout_s: the deadline's seconds as start() was called, what errors name (read here, after the sockets
+  // are made, it would be a few ms short under a sanitizer: "within 0.999 s" for a timeout of 1).
+  RootServerImpl(UniqueFd listener, UniqueFd wake, RendezvousId id, const Config& config, const Deadline& deadline,
+                 double timeout_s)
       : id_(std::move(id)),
         hello_timeout_s_(std::min(kHelloTimeoutCapS, config.timeout_s > 0 ? config.timeout_s : kHelloTimeoutCapS)),
         deadline_(deadline),
-        timeout_s_(deadline.remainingSeconds()),
+        timeout_s_(timeout_s),
         listener_(std::move(listener)),
         wake_(std::move(wake)),
         root_proof_(shareRest(FrameType::kRootProof, {})),
@@ -544,6 +547,7 @@ Result<UniqueFd> bindListener(const std::string& host, uint16_t port, const Port
 Result<std::unique_ptr<RootServer>> RootServer::start(const std::string& bind_host, uint16_t port,
                                                       const JobSecret& secret, const Config& config,
                                                       const Deadline& deadline, int inherited_listener) {
+  const double timeout_s = deadline.remainingSeconds();
   std::string host = bind_host;
   if (host.empty()) {
     PSDP_ASSIGN_OR_RETURN(host, interfaceAddress(config.socket_ifname));
@@ -553,7 +557,8 @@ Result<std::unique_ptr<RootServer>> RootServer::start(const std::string& bind_ho
   UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake.valid()) return Status::fromErrno(errno, "eventfd");
   RendezvousId id{local.host(), local.port(), secret};
-  auto root = std::make_unique<RootServerImpl>(std::move(listener), std::move(wake), std::move(id), config, deadline);
+  auto root = std::make_unique<RootServerImpl>(std::move(listener), std::move(wake), std::move(id), config, deadline,
+                                               timeout_s);
   root->startThread();
   return std::unique_ptr<RootServer>(std::move(root));
 }
