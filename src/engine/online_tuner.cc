@@ -13,7 +13,7 @@ constexpr size_t kGroupings[] = {1, 2, 4, 8, 16};
 
 void OnlineTuner::start(EngineSetting start, bool tune_window, bool tune_grouping, size_t chunk_bytes, size_t chunks) {
   *this = OnlineTuner();
-  start_ = best_ = start;
+  best_ = start;
   tune_window_ = tune_window;
   if (!tune_window && !tune_grouping) {
     phase_ = TuningPhase::kFrozen;

@@ -66,7 +66,7 @@ class OnlineTuner {
   TuningPhase phase_ = TuningPhase::kOff;
   bool tune_grouping_ = false;
   size_t chunk_bytes_ = 0, chunks_ = 0;
-  EngineSetting start_, best_;
+  EngineSetting best_;
   double best_seconds_ = 0, start_seconds_ = 0;
   std::vector<EngineSetting> queue_;  // settings still to measure in this dimension, the current one first
   int samples_ = 0;                   // of queue_.front()
