@@ -242,6 +242,13 @@ def ucc_once(args, coll, config, in_place):
     return mpirun_rows(args, tune, program, 8, lambda count: count * 4 * per_rank, 7)
 
 
+def calls_calloc(binary):
+    """Whether `binary` imports calloc. A ucc_perftest built with GCC's defaults does: its malloc and memset of
+    every host buffer become one calloc, whose fresh mappings are never written (perf/compare/build_ucc.sh)."""
+    out = run(["nm", "-D", binary], 60, quiet=True)
+    return out is not None and any(line.split()[-1].startswith("calloc@") for line in out.splitlines() if line.split())
+
+
 def ucc_version(args):
     """UCC's version line from ucc_info -v beside ucc_perftest, or "version unknown"."""
     out = run([os.path.join(os.path.dirname(args.ucc_perftest), "ucc_info"), "-v"], 60, quiet=True)
@@ -578,6 +585,11 @@ def main():
         if not args.ucc_perftest:
             print("run_compare: UCC left out: no ucc_perftest (build one with perf/compare/build_ucc.sh "
                   "SOURCE_DIR, or pass --ucc-perftest)", file=sys.stderr)
+        elif calls_calloc(args.ucc_perftest):
+            print(f"run_compare: UCC left out: {args.ucc_perftest} calls calloc, so its buffers stay unwritten "
+                  "zero pages that every read finds in cache (rebuild it with perf/compare/build_ucc.sh)",
+                  file=sys.stderr)
+            args.ucc_perftest = None
         elif not args.mpirun:
             print("run_compare: UCC left out: ucc_perftest needs mpirun (Debian: openmpi-bin)", file=sys.stderr)
             args.ucc_perftest = None
