@@ -18,7 +18,9 @@ transparent huge pages everywhere (psdp-perf -H 1; glibc's malloc in every peer 
 below). Under the system's THP mode "always" both get huge pages; the table names the mode. UCC runs where
 perf/compare/build_ucc.sh (or --ucc-perftest) gives a ucc_perftest, under its default selection and the
 documented TL/UCP algorithm variants below, best per size kept; PyTorch's gloo backend where a python with
-torch is at hand (the bindings' environment). psdp's ratios are against the best collective peer per size.
+torch is at hand (the bindings' environment). At 2 ranks cma_bound.c measures the kernel's cross-memory copy
+alone, the bound on every collective over private buffers. psdp's ratios are against that bound and against
+the best collective peer per size.
 --load spinners|both measures under two busy shell loops (contention). --plot draws busbw against size.
 """
 import argparse
@@ -230,6 +232,20 @@ def mpi_once(args, binary, coll, config, in_place):
     return mpirun_rows(args, MPI_CONFIGS[config], program + (["in-place"] if in_place else []), 4, lambda s: s, 3)
 
 
+def cma_once(args):
+    """busbw (GB/s) per size of one cma_bound run (in-place all-gather's data movement, each of 2 processes
+    reading the other's half with process_vm_readv): rows of size, time, algbw, busbw. Its buffers come from
+    malloc, so --pages huge reaches them as it reaches the peers'."""
+    out = run([args.cma_bound, str(args.min), str(args.max), str(args.iters), str(args.warmup)], args.timeout,
+              peer_env(args))
+    result = {}
+    for line in (out or "").splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[0].isdigit():
+            result[int(fields[0])] = float(fields[3])
+    return result
+
+
 def ucc_once(args, coll, config, in_place):
     """busbw (GB/s) per size (psdp-perf's size: the whole buffer) of one ucc_perftest run, float32 sum on host
     memory: rows of count, size, time avg/min/max (us), busbw avg/max/min, the last from the slowest rank's
@@ -303,7 +319,7 @@ def draw_busbw(path, sizes, colls, lines_of, title):
                 points = [(s, v) for s, v in zip(sizes, values) if v is not None]
                 if points:
                     ax.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=3,
-                            linestyle="--" if "put_bw" in name else "-", label=name)
+                            linestyle="--" if "bound" in name else "-", label=name)
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [human(s) for s in sizes], fontsize=7)
             ax.set_ylabel("busbw (GB/s)")
@@ -350,6 +366,7 @@ class Samples:
         self.psdp = {(m, c, place): {s: [] for s in sizes} for m in args.modes for c in args.colls
                      for place in (0, 1)}
         self.ucx = {v: {s: [] for s in sizes} for v in UCX_VARIANTS}
+        self.cma = {s: [] for s in sizes}
         self.mpi = {(cfg, c, place): {s: [] for s in sizes} for cfg in args.configs for c in args.colls
                     for place in (0, 1)}
         self.gloo = {c: {s: [] for s in sizes} for c in args.gloo_colls}
@@ -376,6 +393,9 @@ def measure_round(args, samples, tmp):
         for v in UCX_VARIANTS:
             for size in sizes:
                 samples.ucx[v][size].append(ucx_once(args, size, v, next_port()))
+    if args.cma_bound:
+        for size, bw in cma_once(args).items():
+            add(samples.cma, size, sizes, bw)
     for c in args.gloo_colls:
         for size, bw in gloo_once(args, c, tmp, next_port()).items():
             add(samples.gloo[c], size, sizes, bw)
@@ -412,6 +432,7 @@ class Summary:
                     self.ucc[key], self.ucc_winner[key] = best_of(samples.ucc, args.ucc_list,
                                                                   lambda cfg: (cfg, c, place), s)
             self.put[s], self.put_winner[s] = best_of(samples.ucx, UCX_VARIANTS, lambda v: v, s)
+        self.cma = {s: median(samples.cma[s]) for s in args.sizes}
         # gloo's medians, in the one place it has per collective; then the best collective peer per column.
         self.gloo = {(c, place, s): median(samples.gloo[c][s]) if c in samples.gloo and place == GLOO_PLACE[c]
                      else None for c in args.colls for place in (0, 1) for s in args.sizes}
@@ -429,37 +450,45 @@ def report_lines(args, sm):
     lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}, every system on "
              f"{PAGES[args.pages]}, system THP mode {thp_mode()}; \"ip\": in place (nccl-tests' in-place columns; "
              "MPI_IN_PLACE for Open MPI, -i for UCC); put_bw: ucx_perftest one-sided put bandwidth, the better of "
-             "UCX_TLS default and sm,self; ompi: the best Open MPI variant per size and column; ucc: the best UCC "
+             "UCX_TLS default and sm,self; cma: perf/compare/cma_bound, 2 processes each reading the other's half "
+             "with process_vm_readv, the bound on every collective over private buffers; ompi: the best Open MPI variant per size and column; ucc: the best UCC "
              "variant; gloo: PyTorch's gloo backend (all-reduce in place, the others out of place, as torch runs "
              "them); peer: the best of ompi, ucc and gloo per size and column.", ""]
     gloo_cols = [(c, GLOO_PLACE[c], label) for c in args.gloo_colls for place, label in places_of(c)
                  if place == GLOO_PLACE[c]]
     ucc_cols = [(c, place, label) for c in args.ucc_colls for place, label in places_of(c)]
     ompi_cols = [(c, place, label) for c in colls for place, label in places_of(c)] if args.configs else []
-    header = ("| size | put_bw" + "".join(f" | ompi {c}{label}" for c, _, label in ompi_cols) +
+    header = ("| size | put_bw | cma" + "".join(f" | ompi {c}{label}" for c, _, label in ompi_cols) +
               "".join(f" | ucc {c}{label}" for c, _, label in ucc_cols) +
               "".join(f" | gloo {c}{label}" for c, _, label in gloo_cols) + " |")
     lines += ["Peers:", "", header, "|" + "---|" * (header.count("|") - 1)]
     for s in sizes:
-        lines.append(f"| {human(s)} | {fmt(sm.put[s])}" +
+        lines.append(f"| {human(s)} | {fmt(sm.put[s])} | {fmt(sm.cma[s])}" +
                      "".join(f" | {fmt(sm.ompi[(c, place, s)])}" for c, place, _ in ompi_cols) +
                      "".join(f" | {fmt(sm.ucc[(c, place, s)])}" for c, place, _ in ucc_cols) +
                      "".join(f" | {fmt(sm.gloo[(c, place, s)])}" for c, place, _ in gloo_cols) + " |")
     big, mid = 256 << 20, 16 << 20
-    # all-gather and reduce-scatter are also set against one-sided put bandwidth, every collective against the
-    # best collective peer.
-    put_ratios = [(c, place, label) for c in ("ag", "rs") if c in colls for place, label in places_of(c)]
+    # Each collective is set against a bound: the kernel's cross-memory copy where it was measured (every
+    # collective of 2 ranks over private buffers; beyond it, mapped buffers), else all-gather and reduce-scatter
+    # against one-sided put bandwidth. And every collective against the best collective peer.
+    if any(v is not None for v in sm.cma.values()):
+        bound, bound_name = sm.cma, "cma"
+        bound_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
+    else:
+        bound, bound_name = sm.put, "put"
+        bound_ratios = [(c, place, label) for c in ("ag", "rs") if c in colls for place, label in places_of(c)]
     peer_ratios = [(c, place, label) for c in colls for place, label in places_of(c)]
     for m in args.modes:
         med = sm.psdp
         header = ("| size | " + " | ".join(f"{c}{label}" for c in colls for _, label in places_of(c)) + " | " +
-                  " | ".join(f"{c}{label}/put" for c, _, label in put_ratios) + (" | " if put_ratios else "") +
+                  " | ".join(f"{c}{label}/{bound_name}" for c, _, label in bound_ratios) +
+                  (" | " if bound_ratios else "") +
                   " | ".join(f"{c}{label}/peer" for c, _, label in peer_ratios) + " |")
         rows = [header, "|" + "---|" * (header.count("|") - 1)]
         for s in sizes:
             bw = {(c, place): med[(m, c, place)][s] for c in colls for place in (0, 1)}
             cells = [fmt(bw[(c, place)]) for c in colls for place, _ in places_of(c)]
-            cells += [fmt(ratio(bw[(c, place)], sm.put[s])) for c, place, _ in put_ratios]
+            cells += [fmt(ratio(bw[(c, place)], bound[s])) for c, place, _ in bound_ratios]
             cells += [fmt(ratio(bw[(c, place)], sm.peer[(c, place, s)])) for c, place, _ in peer_ratios]
             rows.append(f"| {human(s)} | " + " | ".join(cells) + " |")
         lines += ["", f"psdp on {PSDP_MODES[m][0]}:", ""] + rows + [""]
@@ -518,6 +547,8 @@ def plot_panels(args, sm):
                 panel["PyTorch gloo"] = [sm.gloo[(c, place, s)] for s in args.sizes]
             if not args.no_ucx:
                 panel["ucp_put_bw (one-sided put, a bound)"] = [sm.put[s] for s in args.sizes]
+            if args.cma_bound:
+                panel["process_vm_readv (the bound on private buffers)"] = [sm.cma[s] for s in args.sizes]
             panels[(c, place)] = panel
     return panels
 
@@ -537,6 +568,7 @@ def main():
                         "PSDP_ALGORITHM=ring); default all three")
     p.add_argument("--no-ucx", action="store_true", help="skip ucx_perftest")
     p.add_argument("--no-mpi", action="store_true", help="skip Open MPI")
+    p.add_argument("--no-cma", action="store_true", help="skip the kernel-copy bound (perf/compare/cma_bound.c)")
     p.add_argument("--gloo-python",
                    help="a python that imports torch, to measure PyTorch's gloo backend (default: the bindings' "
                         "environment, ~/.cache/psdp/venv, where it has torch; else gloo is left out, saying so)")
@@ -621,6 +653,18 @@ def main():
     samples = {load: Samples(args) for load in loads}
     with tempfile.TemporaryDirectory(prefix="psdp-compare-") as tmp:
         args.mpi_bench = os.path.join(tmp, "mpi_coll_bench")
+        args.cma_bound = None
+        if args.no_cma:
+            pass
+        elif args.np != 2:
+            print(f"run_compare: cma bound left out: it is measured at 2 ranks, not {args.np}", file=sys.stderr)
+        elif not shutil.which("cc"):
+            print("run_compare: cma bound left out: no C compiler (cc)", file=sys.stderr)
+        else:
+            args.cma_bound = os.path.join(tmp, "cma_bound")
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cma_bound.c")
+            if run(["cc", "-O2", "-Wall", "-Wextra", "-o", args.cma_bound, src], 120) is None:
+                sys.exit("run_compare: cc failed on cma_bound.c")
         if not args.no_mpi:
             src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_coll_bench.c")
             if run([mpicc, "-O2", "-Wall", "-Wextra", "-o", args.mpi_bench, src], 120) is None:
