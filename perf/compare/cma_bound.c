@@ -1,13 +1,18 @@
-/* The bound that the kernel's cross-memory copy puts on collectives over private buffers of one host, measured
- * the way an in-place all-gather of 2 ranks moves its data: two processes, each with a buffer of its own
- * (allocated on a page boundary, as psdp-perf's are, the kernel's best case, and written, as a framework's
- * tensors are), each reading the other's half into its own buffer with process_vm_readv, at once. Every system that
- * reaches another process's private memory without a staging copy (psdp's direct collectives, Open MPI's vader with
- * CMA, UCX's rendezvous) moves a block this way, so no such collective moves a block faster than this. busbw is an
- * in-place all-gather's: (N/2) / time. At 2 ranks it bounds the busbw of every collective over private buffers in
- * nccl-tests' terms: an all-gather or a reduce-scatter moves N/2 per rank across with one such copy (busbw (N/2)/t), an
- * all-reduce both (busbw N/t). cma_bound MIN_BYTES MAX_BYTES ITERS WARMUP Prints rows of size, time (us), algbw and
- * busbw (GB/s) as mpi_coll_bench does; exits 1 if a read fails or brings the wrong bytes. */
+/* The bound that the kernel's cross-memory copy puts on collectives over private buffers of one host,
+ * measured the way an in-place all-gather of 2 ranks moves its data: two processes, each with a buffer of its
+ * own (allocated on a page boundary, as psdp-perf's are, the kernel's best case, and written, as a
+ * framework's tensors are), each reading the other's half into its own buffer with process_vm_readv, at once.
+ *
+ * Every system that reaches another process's private memory without a staging copy (psdp's direct
+ * collectives, Open MPI's vader with CMA, UCX's rendezvous) moves a block this way, so none moves a block
+ * faster. At 2 ranks that bounds the busbw of every collective over private buffers in nccl-tests' terms: an
+ * all-gather or a reduce-scatter moves N/2 per rank across with one such copy (busbw (N/2)/t), an all-reduce
+ * with two (busbw N/t). busbw here is an in-place all-gather's: (N/2) / time.
+ *
+ * Usage: cma_bound MIN_BYTES MAX_BYTES ITERS WARMUP
+ *
+ * Prints rows of size, time (us), algbw and busbw (GB/s) as mpi_coll_bench does; exits 1 if a read fails or
+ * brings the wrong bytes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
