@@ -309,6 +309,9 @@ def draw_busbw(path, sizes, colls, lines_of, title):
     plt = load_pyplot()
     names = {"ar": "all-reduce", "rs": "reduce-scatter", "ag": "all-gather"}
     fig, axes = plt.subplots(len(colls), 2, figsize=(12, 3.6 * len(colls)), squeeze=False)
+    # One colour per system in every panel, though some panels lack a system (gloo runs one place per collective).
+    systems = list(dict.fromkeys(name for panel in lines_of.values() for name in panel))
+    colour = {name: f"C{i % 10}" for i, name in enumerate(systems)}
     for row, c in enumerate(colls):
         for place, label in ((0, "out of place"), (1, "in place")):
             ax = axes[row][place]
@@ -319,7 +322,7 @@ def draw_busbw(path, sizes, colls, lines_of, title):
                 points = [(s, v) for s, v in zip(sizes, values) if v is not None]
                 if points:
                     ax.plot([s for s, _ in points], [v for _, v in points], marker="o", markersize=3,
-                            linestyle="--" if "bound" in name else "-", label=name)
+                            linestyle="--" if "bound" in name else "-", color=colour[name], label=name)
             ax.set_xscale("log", base=2)
             ax.set_xticks(sizes, [human(s) for s in sizes], fontsize=7)
             ax.set_ylabel("busbw (GB/s)")
