@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # perf/compare as a user runs it, with psdp alone (CI has none of the peers): run_compare.sh --load both over
-# a short range must print psdp's quiet and loaded tables and its loaded/quiet ratios, draw the plot where
-# Debian's python3 has matplotlib (said and skipped where not), and leave no spinning shell loop behind;
-# a ucc_perftest whose buffers calloc leaves unwritten must be left out, saying why; build_ucc.sh must refuse a
-# directory that is not a UCC source tree, naming it.
+# a short range must print psdp's quiet and loaded tables, its loaded/quiet ratios and the kernel-copy bound,
+# draw the plot where Debian's python3 has matplotlib (said and skipped where not), and leave no spinning
+# shell loop behind; a ucc_perftest whose buffers calloc leaves unwritten must be left out, saying why;
+# build_ucc.sh must refuse a directory that is not a UCC source tree, naming it.
 #   compare_run_test.sh REPO BUILD_DIR
 set -uo pipefail
 repo=$1 build=$2
@@ -35,6 +35,8 @@ done
 # Two psdp tables (quiet, loaded) and the ratios, each with a 64K and a 128K row of numbers.
 rows=$(grep -cE '^\| (64K|128K) \| [0-9]+\.[0-9]+ \|' "$dir/compare.md")
 [[ $rows -eq 6 ]] || fail "expected 6 rows of psdp figures at 64K and 128K, found $rows"
+# The kernel-copy bound (cma_bound.c, built with cc) in the peers' table, beside put_bw (not run here: n/a).
+grep -qE '^\| 64K \| n/a \| [0-9]+\.[0-9]+ \|$' "$dir/compare.md" || fail "no cma bound at 64K in the peers' table"
 grep -qF "every system on small pages (no huge-page advice), system THP mode" "$dir/compare.md" ||
   fail "the table does not name the pages"
 if ((${#plot[@]})); then
