@@ -235,7 +235,7 @@ def mpi_once(args, binary, coll, config, in_place):
 def cma_once(args):
     """busbw (GB/s) per size of one cma_bound run (in-place all-gather's data movement, each of 2 processes
     reading the other's half with process_vm_readv): rows of size, time, algbw, busbw. Its buffers come from
-    malloc, so --pages huge reaches them as it reaches the peers'."""
+    glibc's aligned_alloc, so --pages huge (peer_env) reaches them as it reaches the peers'."""
     out = run([args.cma_bound, str(args.min), str(args.max), str(args.iters), str(args.warmup)], args.timeout,
               peer_env(args))
     result = {}
