@@ -219,11 +219,9 @@ void StepBench::registerState(size_t chunk_bytes, size_t owned, Registration& r)
 // Backward's gradients of one bucket (or the initial values): ones, whose average stays one.
 void StepBench::fillOnes(std::byte* buffer, size_t begin, size_t end) const {
   if (o_.mixed) {
-    auto* h = reinterpret_cast<uint16_t*>(buffer);
-    std::fill(h + begin, h + end, uint16_t{0x3f80});  // bfloat16 1.0
+    fillU16(reinterpret_cast<uint16_t*>(buffer) + begin, end - begin, uint16_t{0x3f80});  // bfloat16 1.0
   } else {
-    auto* f = reinterpret_cast<float*>(buffer);
-    std::fill(f + begin, f + end, 1.0f);
+    fillFloat(reinterpret_cast<float*>(buffer) + begin, end - begin, 1.0f);
   }
 }
 

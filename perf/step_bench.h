@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "adam.h"
+#include "framework_kernels.h"
 #include "host_buffer.h"
 #include "model_shapes.h"
 #include "step_options.h"

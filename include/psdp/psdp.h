@@ -1138,8 +1138,11 @@ PSDP_API psdp_status_t psdp_step_grads_ready(psdp_step_h step, int buffer, size_
  * then fails, and its peers with it), the step's failure. */
 PSDP_API psdp_status_t psdp_step_backward_done(psdp_step_h step);
 
-/* Hands out the next reduced chunk, waiting up to timeout_s seconds for one (0: just look). chunk_p->chunk is
- * PSDP_STEP_NO_CHUNK when none was reduced in time, or when every chunk has been handed out (remaining 0).
+/* Hands out the next reduced chunk, waiting up to timeout_s seconds for one (0: just look; under
+ * PSDP_PROGRESS=caller a look also advances the step's collectives, for a few microseconds, as
+ * psdp_request_test does, so a framework that only polls between backward's buckets keeps them moving).
+ * chunk_p->chunk is PSDP_STEP_NO_CHUNK when none was reduced in time, or when every chunk has been handed out
+ * (remaining 0).
  * Errors: invalid argument (chunk_p NULL), the step's failure (remote, timeout, mismatch). */
 PSDP_API psdp_status_t psdp_step_next_chunk(psdp_step_h step, double timeout_s, psdp_step_chunk_t* chunk_p);
 

@@ -46,6 +46,7 @@ step "psdp-perf step under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin
 grep -q "shapes from $prefix/bin/../share/psdp/qwen2.5.json" "$work/out" ||
   { echo "psdp-perf step did not read the installed shape file:"; head -n 3 "$work/out"; exit 1; }
 step "psdp-perf-teams under psdp-run" "$bin/psdp-run" -n 2 --timeout 120 -- "$bin/psdp-perf-teams" -b 1M -e 1M -n 2 -w 1 -c 1
+step "psdp-step-bound" "$bin/psdp-step-bound" --params 1M --chunk-bytes 64K --iters 1
 
 cmake -S "$source_dir/tests/install/consumer" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$work/cmake-build" >/dev/null

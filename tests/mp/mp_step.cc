@@ -14,7 +14,10 @@
 // of "compute" apart, and the first chunks must be reduced and handed out before the last gradients are.
 //   mp_step [--group G] [--level group|world] [--window N] [--chunk-bytes B] [--steps S] [--adam]
 //           [--update-after-all] [--forward-reductions] [--unused] [--over-time] [--bulk] [--group-chunks N]
-//           [--accumulate K] [--grad-norm global|deferred] [--nonfinite] [--online]
+//           [--accumulate K] [--grad-norm global|deferred] [--nonfinite] [--online] [--poll-only]
+// With --poll-only the framework never waits: every psdp_step_next_chunk has timeout 0 (run it under
+// PSDP_PROGRESS=caller, where those calls alone must move the step along), and every chunk must still be
+// handed out within 60 s.
 // With --online, steps ask for online tuning of the windows and the grouping: the parameters must stay exact
 // while the engine tries settings, every rank must see the same phase and settings after every step, and
 // with enough steps the choice must be made (frozen).
@@ -56,6 +59,7 @@ struct Options {
   int grad_norm = PSDP_GRAD_NORM_NONE;
   bool nonfinite = false;  // an inf and a NaN in one rank's gradients of one step
   bool online = false;     // online tuning of the windows and grouping (which --window and --group-chunks fix)
+  bool poll_only = false;  // next_chunk only ever with timeout 0
 };
 
 // Counts that neither the chunk nor the alignment divides.
@@ -212,6 +216,8 @@ Options parse(int argc, char** argv) {
       o.bulk = true;
     else if (a == "--group-chunks")
       o.chunks_per_transfer = std::stoul(next());
+    else if (a == "--poll-only")
+      o.poll_only = true;
     else if (a == "--online")
       o.online = true;
     else {
@@ -337,12 +343,22 @@ class Framework {
     }
     s = psdp_step_backward_done(step_);
     report_.check(s == PSDP_SUCCESS, at + "backward_done: " + why(nullptr, s));
-    // A collective of the user's between step calls, on the world communicator.
-    int one = 1, total = 0;
-    s = psdp_all_reduce(&one, &total, 1, PSDP_INT32, PSDP_SUM, comm_, nullptr, nullptr);
-    report_.check(s == PSDP_SUCCESS && total == nranks_, at + "world all-reduce mid-step: " + why(comm_, s));
+    // A collective of the user's between step calls, on the world communicator (not with --poll-only: its
+    // wait would drive the step's collectives too).
+    if (!o_.poll_only) {
+      int one = 1, total = 0;
+      s = psdp_all_reduce(&one, &total, 1, PSDP_INT32, PSDP_SUM, comm_, nullptr, nullptr);
+      report_.check(s == PSDP_SUCCESS && total == nranks_, at + "world all-reduce mid-step: " + why(comm_, s));
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (updated_ + held_.size() < chunks_) {
-      if (!poll(10.0, at)) break;
+      if (!o_.poll_only) {
+        if (!poll(10.0, at)) break;
+      } else if (!poll(0.0, at) && std::chrono::steady_clock::now() > give_up) {
+        report_.check(false, at + "polling with timeout 0 got " + std::to_string(updated_ + held_.size()) + " of " +
+                                 std::to_string(chunks_) + " chunks in 60 s");
+        break;
+      }
     }
     for (size_t c : held_) updateChunk(c, at);
     held_.clear();

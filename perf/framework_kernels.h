@@ -1,6 +1,8 @@
-// The optimizer psdp-perf step runs on the owned pieces, as the framework would (psdp runs no model math):
-// Adam (Kingma and Ba, with bias correction) and plain SGD over float32, and the rounding of float32 master
-// weights into bfloat16 parameters, vectorised for the host (AVX-512, AVX2 or SSE2, chosen at load time).
+// The framework's side of psdp-perf step (psdp runs no model math): backward's writing of a bucket of
+// gradients, the optimizer on the owned pieces (Adam, Kingma and Ba, with bias correction, and plain SGD over
+// float32) and the rounding of float32 master weights into bfloat16 parameters. Each is vectorised for the
+// host (AVX-512, AVX2 or SSE2, chosen at load time), as a framework's kernels are: a scalar loop here would
+// make the framework, not psdp, what a step is bound by.
 #pragma once
 
 #include <cstddef>
@@ -26,5 +28,9 @@ void sgdUpdate(float* p, const float* g, size_t n, float lr);
 // Mixed precision's last pass: dst[i] = src[i] rounded to bfloat16 (to nearest, ties to even; the master
 // weights here are finite), the framework writing its updated master weights into its parameters.
 void roundToBf16(uint16_t* dst, const float* src, size_t n);
+
+// dst[i] = value, the stores backward makes for one bucket of gradients.
+void fillFloat(float* dst, size_t n, float value);
+void fillU16(uint16_t* dst, size_t n, uint16_t value);
 
 }  // namespace psdp::perf

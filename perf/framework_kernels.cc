@@ -1,16 +1,12 @@
-#include "adam.h"
+#include "framework_kernels.h"
 
 #include <bit>
 #include <cmath>
 
-// One plain loop the compiler vectorises for each target (sqrt without errno: -fno-math-errno is set for this
-// file); target_clones picks the widest the CPU has when the program loads. Not under ThreadSanitizer: it
-// instruments the clones' resolvers, which the loader runs before TSan's runtime is up, so they crash.
-#if defined(__SANITIZE_THREAD__)
-#define PSDP_PERF_TARGET_CLONES
-#else
-#define PSDP_PERF_TARGET_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+#include "target_clones.h"
+
+// Each loop is vectorised per target (target_clones.h); sqrt without errno (-fno-math-errno is set for this
+// file) lets Adam's be.
 
 namespace psdp::perf {
 
@@ -39,6 +35,14 @@ PSDP_PERF_TARGET_CLONES void roundToBf16(uint16_t* __restrict dst, const float* 
     const uint32_t bits = std::bit_cast<uint32_t>(src[i]);
     dst[i] = static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
   }
+}
+
+PSDP_PERF_TARGET_CLONES void fillFloat(float* __restrict dst, size_t n, float value) {
+  for (size_t i = 0; i < n; ++i) dst[i] = value;
+}
+
+PSDP_PERF_TARGET_CLONES void fillU16(uint16_t* __restrict dst, size_t n, uint16_t value) {
+  for (size_t i = 0; i < n; ++i) dst[i] = value;
 }
 
 }  // namespace psdp::perf
