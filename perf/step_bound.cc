@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -305,6 +306,7 @@ int main(int argc, char** argv) {
 
   std::fflush(stdout);
   std::vector<pid_t> children;
+  const pid_t rank0 = getpid();
   int rank = 0;
   for (int r = 1; r < o.ranks; ++r) {
     const pid_t pid = fork();
@@ -315,6 +317,7 @@ int main(int argc, char** argv) {
     }
     if (pid == 0) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive rank 0
+      if (getppid() != rank0) return 1;  // it died before the line above
       rank = r;
       children.clear();
       break;
