@@ -34,6 +34,11 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+// A fragment setting: "own" for the collectives' own (0).
+std::string fragmentText(size_t bytes) {
+  return bytes == 0 ? std::string("own") : sizeText(bytes);
+}
+
 // --online: pipelined steps until the engine keeps its choice (at most kMaxOnlineSteps), each printed by
 // rank 0 with the setting it ran and the slowest rank's time; then, with --online-out, the choice as a
 // tuning file. False: the engine did not settle in time, or the file could not be written.
@@ -46,8 +51,8 @@ bool tuneOnline(StepBench& bench, psdp_comm_h comm, const StepOptions& o, int ra
     STEP_CHECK(psdp_all_reduce(&seconds, &seconds, 1, PSDP_FLOAT64, PSDP_MAX, comm, nullptr, nullptr));
     STEP_CHECK(psdp_state_engine_tuning(state, &tuning));
     if (rank == 0) {
-      std::printf("# online tuning, step %2d: window %zu x%zu %8.1f ms%s\n", i, tuning.window,
-                  tuning.chunks_per_transfer, seconds * 1e3,
+      std::printf("# online tuning, step %2d: window %zu x%zu fragment %-5s %8.1f ms%s\n", i, tuning.window,
+                  tuning.chunks_per_transfer, fragmentText(tuning.fragment_bytes).c_str(), seconds * 1e3,
                   i == 0 ? " (not counted)" : (tuning.phase == PSDP_ENGINE_TUNING_FROZEN ? " (kept)" : ""));
     }
     if (tuning.phase == PSDP_ENGINE_TUNING_FROZEN) break;
@@ -57,9 +62,11 @@ bool tuneOnline(StepBench& bench, psdp_comm_h comm, const StepOptions& o, int ra
     return false;
   }
   if (rank == 0) {
-    std::printf("# online tuning kept window %zu x%zu after %zu steps: %.1f ms a step, %.2fx the start's\n",
-                tuning.window, tuning.chunks_per_transfer, tuning.steps, tuning.step_s * 1e3,
-                tuning.start_step_s / tuning.step_s);
+    std::printf(
+        "# online tuning kept window %zu x%zu fragment %s after %zu steps: %.1f ms a step, %.2fx the "
+        "start's\n",
+        tuning.window, tuning.chunks_per_transfer, fragmentText(tuning.fragment_bytes).c_str(), tuning.steps,
+        tuning.step_s * 1e3, tuning.start_step_s / tuning.step_s);
   }
   if (o.online_out.empty()) return true;
   size_t len = 0;
@@ -73,11 +80,13 @@ bool tuneOnline(StepBench& bench, psdp_comm_h comm, const StepOptions& o, int ra
     std::fprintf(stderr, "psdp-perf step: cannot write %s\n", o.online_out.c_str());
     return false;
   }
+  const std::string fragment =
+      tuning.fragment_bytes == 0 ? std::string() : " fragment=" + sizeText(tuning.fragment_bytes);
   std::fprintf(f,
                "psdp-tuning 1\n# psdp-perf step --online: the engine's choice after %zu steps (%.1f ms a step)\n"
-               "signature %s\nengine ranks=%d chunk-bytes=%s-%s window=%zu grouping=%zu\n",
+               "signature %s\nengine ranks=%d chunk-bytes=%s-%s window=%zu grouping=%zu%s\n",
                tuning.steps, tuning.step_s * 1e3, signature.c_str(), nranks, sizeText(chunk_bytes).c_str(),
-               sizeText(2 * chunk_bytes).c_str(), tuning.window, tuning.chunks_per_transfer);
+               sizeText(2 * chunk_bytes).c_str(), tuning.window, tuning.chunks_per_transfer, fragment.c_str());
   return std::fclose(f) == 0;
 }
 

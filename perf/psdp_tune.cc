@@ -12,6 +12,7 @@
 //   psdp-run -n 2 -- psdp-tune -o tuning            full sweep (perf/README.md gives the figures)
 //   psdp-run -n 2 -- psdp-tune --quick -o tuning    fewer candidates, sizes and repetitions
 //   psdp-run -n 2 -- psdp-tune --verify tuning      fresh interleaved runs: the file against the built-in rules
+//   psdp-run -n 2 -- psdp-tune --verify tuning --against full   and against another file (an exhaustive sweep's)
 //   psdp-run -n 2 -- psdp-tune --model default ...  also the chunk engine's windows and grouping, on the
 //                                                   pipelined step of a model-shaped state (tune_engine.h)
 #include <psdp/psdp.h>
@@ -61,7 +62,8 @@ struct TuneOptions {
   bool huge_pages = false;
   bool shared_buffers = false;
   std::string out, json;
-  std::string verify;  // a tuning file to check against the built-in rules instead of sweeping
+  std::string verify;   // a tuning file to check against the built-in rules instead of sweeping
+  std::string against;  // with verify: a reference tuning file (an exhaustive sweep's) it must come close to
   // The engine sweep, with a shape file (--model): the state, and the plan chunk sizes (empty: the defaults).
   bool engine = false;
   psdp::perf::StepOptions step;
@@ -69,8 +71,9 @@ struct TuneOptions {
 };
 
 const char* kUsage =
-    "usage: psdp-tune [--quick | --verify FILE] [-o FILE] [--json FILE] [--ops ar,rs,ag] [-b MIN] [-e MAX]\n"
-    "                 [-f FACTOR] [-r REPS] [--point-seconds S] [-H 0|1] [-R 0|1]\n"
+    "usage: psdp-tune [--quick | --verify FILE [--against REF]] [-o FILE] [--json FILE] [--ops ar,rs,ag]\n"
+    "                 [-b MIN] [-e MAX]"
+    " [-f FACTOR] [-r REPS] [--point-seconds S] [-H 0|1] [-R 0|1]\n"
     "  Run under a launcher (psdp-run -n N -- psdp-tune ...). Sweeps, per collective and size, the built-in\n"
     "  rules, rhd, direct (with and without CMA and streaming stores) and the ring over fragments of\n"
     "  64K-4M and depths 2-8, and writes the winners as a tuning file for this interconnect.\n"
@@ -78,6 +81,9 @@ const char* kUsage =
     "  --verify FILE     no sweep: FILE's rules for this interconnect against the built-in rules, in fresh\n"
     "                    interleaved runs; exits 4 where FILE is over 5% slower at some size, 1 where\n"
     "                    FILE has no section for this interconnect\n"
+    "  --against REF     with --verify: also REF's rules (the file of a separate, exhaustive sweep), all three\n"
+    "                    interleaved; exits 4 unless FILE is within 5% of REF at every size from 16M up,\n"
+    "                    within 15% below, and nowhere over 5% slower than the built-in rules\n"
     "  -o FILE           the tuning file to write (default: print it)\n"
     "  --json FILE       every measurement, for tune_heatmap.py (perf/, installed in share/psdp/)\n"
     "  --ops LIST        collectives to sweep, of ar, rs, ag (default all three)\n"
@@ -117,6 +123,8 @@ TuneOptions parse(int argc, char** argv) {
       o.quick = true;
     } else if (a == "--verify") {
       o.verify = value();
+    } else if (a == "--against") {
+      o.against = value();
     } else if (a == "-o") {
       o.out = value();
     } else if (a == "--json") {
@@ -187,6 +195,8 @@ TuneOptions parse(int argc, char** argv) {
   if (o.point_seconds == 0) o.point_seconds = o.quick ? 0.02 : 0.05;
   if (o.min_bytes > o.max_bytes) bad("-b is above -e");
   if (!o.verify.empty() && (o.quick || !o.out.empty())) bad("--verify measures a file: no --quick, no -o");
+  if (!o.against.empty() && o.verify.empty()) bad("--against REF: with --verify FILE, which it is measured beside");
+  if (!o.against.empty() && o.engine) bad("--against compares collective rules: no --model");
   if (!o.engine &&
       (o.step.model_name != psdp::perf::StepOptions().model_name || o.step.scale != 1.0 || !o.chunk_sizes.empty())) {
     bad("--name, --scale and --chunk-bytes describe the engine sweep's state: add --model FILE (or default)");
@@ -278,12 +288,12 @@ int main(int argc, char** argv) {
   TUNE_CHECK(job.world, psdp_comm_size(job.world, &job.nranks));
   const std::string signature = interconnect(job.world);
 
-  if (!o.verify.empty() && !covers(o.verify, signature)) {
+  if ((!o.verify.empty() && !covers(o.verify, signature)) || (!o.against.empty() && !covers(o.against, signature))) {
     (void)psdp_comm_destroy(job.world);
     return 1;
   }
   const std::vector<TuneCandidate> candidates =
-      o.verify.empty() ? psdp::perf::tuneCandidates(o.quick) : psdp::perf::verifyCandidates(o.verify);
+      o.verify.empty() ? psdp::perf::tuneCandidates(o.quick) : psdp::perf::verifyCandidates(o.verify, o.against);
   for (const TuneCandidate& candidate : candidates) {
     // Every setting the environment could add is fixed, so that each team runs its candidate alone.
     psdp_config_t config = PSDP_CONFIG_INITIALIZER;
@@ -372,7 +382,18 @@ int main(int argc, char** argv) {
         psdp::perf::tuningFileText(provenance, signature, job.nranks, candidates, sweeps, engine);
     std::fputs(psdp::perf::sweepTable(job.nranks, candidates, sweeps).c_str(), stdout);
     std::fputs(psdp::perf::engineTable(job.nranks, engine).c_str(), stdout);
-    if (!o.verify.empty()) {
+    if (!o.against.empty()) {
+      std::fputs(psdp::perf::acceptanceTable(job.nranks, sweeps).c_str(), stdout);
+      const psdp::perf::AcceptanceVerdict verdict = psdp::perf::judgeAgainstReference(sweeps);
+      auto where = [](const psdp::perf::Slowdown& s) { return std::to_string(s.bytes) + " bytes of " + s.collective; };
+      std::printf(
+          "# %s against %s: at worst %.3fx its time from 16M up (%s), %.3fx below (%s); against the built-in "
+          "rules at worst %.3fx (%s): %s\n",
+          o.verify.c_str(), o.against.c_str(), verdict.worst_large.ratio, where(verdict.worst_large).c_str(),
+          verdict.worst_small.ratio, where(verdict.worst_small).c_str(), verdict.worst_builtin.ratio,
+          where(verdict.worst_builtin).c_str(), verdict.passed() ? "passed" : "FAILED");
+      if (!verdict.passed()) status = 4;
+    } else if (!o.verify.empty()) {
       const psdp::perf::Slowdown worst = psdp::perf::worstSlowdown(sweeps, engine);
       std::printf("# %s against the built-in rules: at worst %.3fx their time (%s, %zu bytes)%s\n", o.verify.c_str(),
                   worst.ratio, worst.collective, worst.bytes,

@@ -277,6 +277,7 @@ void StepBench::step(const Registration& reg, StepMode mode) {
   config.reduce_window = config.gather_window = window_;
   config.mode = &reg == &bulk_ ? PSDP_STEP_BULK : PSDP_STEP_PIPELINED;
   config.chunks_per_transfer = grouping_;
+  config.fragment_bytes = o_.fragment;
   config.online_tuning = online_ && &reg == &pipelined_ ? 1 : 0;
   config.op = PSDP_AVG;  // the gradients are alike on every rank: their average stays 1
   config.gather_order = o_.gather_forward ? PSDP_STEP_ORDER_FORWARD : PSDP_STEP_ORDER_BACKWARD;

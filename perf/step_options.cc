@@ -30,6 +30,8 @@ const char* stepUsage() {
          "  --chunk-bytes N     plan chunk size (default: the plan's, 64M)\n"
          "  --window N          reduce and gather windows (default 2; 0: the tuning file's engine rule, else 2)\n"
          "  --grouping N        plan chunks per transfer, pipelined (default 1; 0: the tuning file's rule, else 1)\n"
+         "  --fragment N        fragment of the step's ring transfers (default 0: the tuning file's engine rule,\n"
+         "                      else the collectives' own, PSDP_FRAGMENT_BYTES)\n"
          "  --group G           shard group size (default: every rank)\n"
          "  --level group|world sharding level (default group)\n"
          "  --iters N           timed steps per mode (default 5); --warmup N (default 1)\n"
@@ -50,8 +52,9 @@ const char* stepUsage() {
          "                      backward, as an eager framework's optimizer step follows its backward)\n"
          "  --shared            buffers from psdp_mem_alloc (default: private, huge-page advised)\n"
          "  --online            online tuning: before the timed steps, pipelined steps run until the engine has\n"
-         "                      chosen the windows and grouping not given (both default to the engine's\n"
-         "                      choice); each is printed; the timed pipelined and comm-only steps keep it\n"
+         "                      chosen the windows, grouping and fragment not given (which then default to\n"
+         "                      the engine's choice); each step is printed; the timed pipelined and comm-only\n"
+         "                      steps keep the choice\n"
          "  --online-out FILE   with --online: write the choice as a tuning file for this interconnect\n"
          "  --trace FILE        Chrome trace-event JSON of one pipelined step, every rank (open in Perfetto)\n"
          "  -J FILE             results as JSON\n";
@@ -106,6 +109,10 @@ bool parseStepOptions(int argc, char** argv, int first, StepOptions* o, std::str
       if (!parseSize(v, &size)) return bad("--grouping: expected a count of chunks");
       o->grouping = size;
       grouping_given = true;
+    } else if (a == "--fragment") {
+      if (!parseSize(v, &o->fragment) || (o->fragment != 0 && o->fragment < 64)) {
+        return bad("--fragment: expected a size of at least 64 bytes (0: the engine's)");
+      }
     } else if (a == "--group") {
       if (!parseInt(v, 1, 1 << 20, &o->group)) return bad("--group: expected a group size of at least 1");
     } else if (a == "--level") {

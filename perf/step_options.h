@@ -15,6 +15,7 @@ struct StepOptions {
   size_t chunk_bytes = 0;                   // --chunk-bytes; 0: the plan's default
   size_t window = 2;                        // --window: reduce and gather windows; 0: the tuning file's
   size_t grouping = 1;                      // --grouping: plan chunks per transfer; 0: the tuning file's
+  size_t fragment = 0;                      // --fragment: of the step's ring transfers; 0: the engine's
   int group = 0;                            // --group: G; 0: every rank
   bool world_level = false;                 // --level world
   int iters = 5;                            // --iters: timed steps per mode
@@ -29,8 +30,8 @@ struct StepOptions {
   bool bf16_partials = false;               // --partials bf16: psdp's partial sums in bfloat16
   double backward_ms = 0;                   // --backward-ms
   bool shared_buffers = false;              // --shared: buffers from psdp_mem_alloc
-  bool online = false;                      // --online: the engine tunes windows and grouping left at 0 (then
-                                            // their default) during warm-up steps, until it keeps a choice
+  bool online = false;                      // --online: the engine tunes the window, grouping and fragment
+                                            // left at 0 during warm-up steps, until it keeps a choice
   std::string online_out;                   // --online-out FILE: that choice as a tuning file
   std::string trace_path;                   // --trace FILE
   std::string json_path;                    // -J FILE

@@ -63,8 +63,50 @@ std::vector<TuneCandidate> tuneCandidates(bool quick) {
   return candidates;
 }
 
-std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file) {
-  return {{"built-in", "", "", ""}, {"tuned", "", "", tuning_file}};
+std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file, const std::string& reference) {
+  std::vector<TuneCandidate> candidates = {{"built-in", "", "", ""}, {"tuned", "", "", tuning_file}};
+  if (!reference.empty()) candidates.push_back({"reference", "", "", reference});
+  return candidates;
+}
+
+AcceptanceVerdict judgeAgainstReference(const std::vector<OpSweep>& sweeps) {
+  AcceptanceVerdict verdict;
+  for (const OpSweep& sweep : sweeps) {
+    for (size_t s = 0; s < sweep.sizes.size(); ++s) {
+      const Slowdown to_reference = {sweep.median(1, s) / sweep.median(2, s), tuneOpName(sweep.op), sweep.sizes[s]};
+      Slowdown& band = sweep.sizes[s] >= kLargeBandBytes ? verdict.worst_large : verdict.worst_small;
+      if (to_reference.ratio > band.ratio) band = to_reference;
+      const double to_builtin = sweep.median(1, s) / sweep.median(0, s);
+      if (to_builtin > verdict.worst_builtin.ratio) {
+        verdict.worst_builtin = {to_builtin, tuneOpName(sweep.op), sweep.sizes[s]};
+      }
+    }
+  }
+  return verdict;
+}
+
+std::string acceptanceTable(int nranks, const std::vector<OpSweep>& sweeps) {
+  std::string text;
+  char line[160];
+  for (const OpSweep& sweep : sweeps) {
+    std::snprintf(line, sizeof(line), "# %s, %d ranks: median busbw (GB/s); time ratios, ! beyond the bound\n",
+                  tuneOpName(sweep.op), nranks);
+    text += line;
+    std::snprintf(line, sizeof(line), "# %8s %9s %9s %9s %16s %16s\n", "size", "built-in", "tuned", "reference",
+                  "tuned/reference", "tuned/built-in");
+    text += line;
+    for (size_t s = 0; s < sweep.sizes.size(); ++s) {
+      const double to_reference = sweep.median(1, s) / sweep.median(2, s);
+      const double to_builtin = sweep.median(1, s) / sweep.median(0, s);
+      const double bound = sweep.sizes[s] >= kLargeBandBytes ? kLargeBandTolerance : kSmallBandTolerance;
+      std::snprintf(line, sizeof(line), "  %8s %9.2f %9.2f %9.2f %15.3f%c %15.3f%c\n", sizeText(sweep.sizes[s]).c_str(),
+                    busbw(sweep, 0, s, nranks), busbw(sweep, 1, s, nranks), busbw(sweep, 2, s, nranks), to_reference,
+                    to_reference > bound ? '!' : ' ', to_builtin, to_builtin > kMinLead ? '!' : ' ');
+      text += line;
+    }
+    text += "\n";
+  }
+  return text;
 }
 
 Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps, const std::vector<EngineSweep>& engine) {

@@ -23,8 +23,9 @@ struct TuneCandidate {
 // quick: only the ring's 256K and 1M fragments at depth 4 (the built-in depth), and direct with CMA only:
 // the settings that won somewhere in full sweeps on this project's machines.
 std::vector<TuneCandidate> tuneCandidates(bool quick);
-// psdp-tune --verify: the built-in rules against the rules of `tuning_file` for this interconnect.
-std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file);
+// psdp-tune --verify: the built-in rules against the rules of `tuning_file` for this interconnect, and with
+// `reference` (--against; empty: none) a third candidate, that file's rules.
+std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file, const std::string& reference = "");
 
 // From `min` to `max` bytes, each `factor` times the one before (max included when the steps reach it).
 std::vector<size_t> tuneSizes(size_t min, size_t max, size_t factor);
@@ -105,6 +106,28 @@ Slowdown worstSlowdown(const std::vector<OpSweep>& sweeps, const std::vector<Eng
 // defaults by chance.
 inline constexpr double kMinLead = 1.05;
 inline constexpr double kMinWinShare = 0.75;
+
+// For --verify --against: the tuned rules (candidate 1) against a reference (candidate 2, the winners of a
+// separate, exhaustive sweep) and the built-in rules (candidate 0), on fresh runs of every size. The tuned
+// rules pass where at every size their median time is within kLargeBandTolerance of the reference's from
+// kLargeBandBytes up and within kSmallBandTolerance below, and never beyond the built-in's by more than
+// kMinLead (the noise the sweep itself allows).
+inline constexpr size_t kLargeBandBytes = size_t{16} << 20;
+inline constexpr double kLargeBandTolerance = 1.05;
+inline constexpr double kSmallBandTolerance = 1.15;
+struct AcceptanceVerdict {
+  Slowdown worst_large;    // tuned / reference, from kLargeBandBytes up
+  Slowdown worst_small;    // tuned / reference, below
+  Slowdown worst_builtin;  // tuned / built-in, every size
+  bool passed() const {
+    return worst_large.ratio <= kLargeBandTolerance && worst_small.ratio <= kSmallBandTolerance &&
+           worst_builtin.ratio <= kMinLead;
+  }
+};
+AcceptanceVerdict judgeAgainstReference(const std::vector<OpSweep>& sweeps);
+// Per collective, a row per size: the median busbw of the built-in, tuned and reference rules and the tuned
+// rules' time over the reference's and the built-in's, each ratio marked '!' where it fails its bound.
+std::string acceptanceTable(int nranks, const std::vector<OpSweep>& sweeps);
 
 // The tuning file: a comment saying how it was measured (`provenance`, one line per entry), the signature
 // line, and per collective one rule per band of sizes: the winner at each measured size serves from it up to

@@ -1078,14 +1078,17 @@ typedef struct psdp_step_config {
   void* stream;               /* reserved for steps on CUDA memory: NULL */
   int grad_norm;              /* a psdp_grad_norm_policy_t; default none */
   int partial_sums;           /* a psdp_partial_sums_t; default: float32 with a gradient shard */
-  int online_tuning;          /* 1: the engine tunes the windows and grouping left at 0 during the first
-                                 steps, then keeps the fastest (psdp_state_engine_tuning); 0: off (default) */
+  int online_tuning;          /* 1: the engine tunes the windows, grouping and fragment left at 0 during the
+                                 first steps, then keeps the fastest (psdp_state_engine_tuning); 0: off (default) */
+  size_t fragment_bytes;      /* fragment of the ring transfers of the step's collectives; 0: the tuning
+                                 file's engine rule, else the collective rules' and PSDP_FRAGMENT_BYTES. At most
+                                 the largest of those, which the staging was made for; at least 64 */
 } psdp_step_config_t;
 
 #define PSDP_STEP_CONFIG_INITIALIZER                                                                                  \
   {                                                                                                                   \
     sizeof(psdp_step_config_t), PSDP_STEP_CONFIG_MAGIC, PSDP_VERSION_CODE, 0, 0, 0, 0, PSDP_SUM, 0, 0, 0, NULL, 0, 0, \
-        0                                                                                                             \
+        0, 0                                                                                                          \
   }
 
 /* psdp_step_chunk_t.chunk when no chunk was handed out. */
@@ -1213,19 +1216,22 @@ PSDP_API psdp_status_t psdp_state_step_events(psdp_state_h state, psdp_step_even
                                               size_t* count_p);
 
 /* Online tuning (psdp_step_config_t.online_tuning = 1, alike on every rank). During the first steps of a run
- * of pipelined steps the engine tries settings of what the config leaves at 0 (reduce_window and
- * gather_window, alike; and chunks_per_transfer, unless PSDP_DETERMINISTIC=1, where grouping would change the
- * order of reductions; bulk steps have nothing to tune), starting from the tuning file's engine rule or the
- * built-in 2 and 1: first the windows 1, 2, 4 and 8, then the groupings 1, 2, 4, 8 and 16 (transfers of at
- * most 64 MiB) at the best window, then, where another grouping won, the windows again at that grouping.
- * Each setting runs 2 steps and counts its faster; a setting must be 3% faster than the best so far to
- * replace it. A step's time is the slowest rank's, from the end of psdp_step_begin's agreement to the end of
- * psdp_step_end, carried in the agreement every step begin already makes, so every rank takes the same
- * decisions and no extra message is sent. The first step is not counted (it touches every page). After at
- * most 23 steps the choice is kept for the life of the state, and the communicator's log says it at info
- * level with the rule a tuning file would need for it. The plan's chunks (which decide ownership) and the
- * collectives' fragments are never changed. Steps explored run slower or faster than the final setting; a
- * failed step is not counted. */
+ * the engine tries settings of what the config leaves at 0: in pipelined steps reduce_window and
+ * gather_window (alike) and chunks_per_transfer (unless PSDP_DETERMINISTIC=1, where grouping would change the
+ * order of reductions); in either mode fragment_bytes (the ring's result does not depend on it). It starts
+ * from the tuning file's engine rule, else the built-in 2 and 1 and the collectives' own fragment: first the
+ * windows 1, 2, 4 and 8, then the groupings 1, 2, 4, 8 and 16 (transfers of at most 64 MiB) at the best
+ * window, then, where another grouping won, the windows again at that grouping; last the fragments 128 KiB
+ * to 4 MiB at the best of those, as far as the staging holds (PSDP_FRAGMENT_BYTES and the tuning file's
+ * rules make it) and only those smaller than the largest block a ring transfer of the best setting's steps
+ * moved (none where every transfer ran direct: a fragment is then never tried). Each setting runs 2 steps
+ * and counts its faster; a setting must be 3% faster than the best so far to replace it. A step's time is
+ * the slowest rank's, from the end of psdp_step_begin's agreement to the end of psdp_step_end, carried in the
+ * agreement every step begin already makes, so every rank takes the same decisions and no extra message is
+ * sent. The first step is not counted (it touches every page). After at most 35 steps the choice is kept for
+ * the life of the state, and the communicator's log says it at info level with the rule a tuning file would
+ * need for it. The plan's chunks (which decide ownership) are never changed. Steps explored run slower or
+ * faster than the final setting; a failed step is not counted. */
 typedef enum psdp_engine_tuning_phase {
   PSDP_ENGINE_TUNING_OFF = 0,       /* no step has asked for it */
   PSDP_ENGINE_TUNING_EXPLORING = 1, /* trying settings */
@@ -1240,6 +1246,7 @@ typedef struct psdp_engine_tuning {
   size_t steps;               /* steps measured, the uncounted first one included */
   double step_s;              /* the best setting's step time so far (slowest rank); 0 before one is measured */
   double start_step_s;        /* the starting setting's; 0 before it is measured */
+  size_t fragment_bytes;      /* fragment of the ring transfers, likewise (0: the collectives' own) */
 } psdp_engine_tuning_t;
 
 /* Where the online tuning of `state`'s steps stands. Local, never blocks; not concurrently with

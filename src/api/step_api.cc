@@ -43,8 +43,8 @@ Result<bool> orderIsForward(int order, const char* field, bool default_forward) 
   }
 }
 
-// `tuned`: the tuning file's engine rule for the state (null: none), which fills the windows and the
-// grouping the caller leaves unset; online tuning then starts from them. `deterministic`: the state's
+// `tuned`: the tuning file's engine rule for the state (null: none), which fills the windows, the grouping
+// and the fragment the caller leaves unset; online tuning then starts from them. `deterministic`: the state's
 // communicator's mode, in which online tuning leaves the grouping alone.
 Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, const psdp::tune::EngineRule* tuned,
                                                bool deterministic) {
@@ -69,6 +69,8 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, c
   out.tune_window = out.online_tuning && c.reduce_window == 0 && c.gather_window == 0 && c.mode == PSDP_STEP_PIPELINED;
   out.tune_grouping =
       out.online_tuning && c.chunks_per_transfer == 0 && c.mode == PSDP_STEP_PIPELINED && !deterministic;
+  // The ring's result does not depend on its fragments: tuned in deterministic mode and bulk steps too.
+  out.tune_fragment = out.online_tuning && c.fragment_bytes == 0;
   if (tuned != nullptr && tuned->window > 0) {
     if (c.reduce_window == 0) c.reduce_window = static_cast<size_t>(tuned->window);
     if (c.gather_window == 0) c.gather_window = static_cast<size_t>(tuned->window);
@@ -76,6 +78,8 @@ Result<engine::StepConfig> translateStepConfig(const psdp_step_config_t* user, c
   if (tuned != nullptr && tuned->grouping > 0 && c.chunks_per_transfer == 0) {
     c.chunks_per_transfer = static_cast<size_t>(tuned->grouping);
   }
+  if (tuned != nullptr && c.fragment_bytes == 0) c.fragment_bytes = tuned->fragment_bytes;
+  out.fragment_bytes = c.fragment_bytes;
   out.reduce_window = c.reduce_window == 0 ? out.reduce_window : c.reduce_window;
   out.gather_window = c.gather_window == 0 ? out.gather_window : c.gather_window;
   PSDP_ASSIGN_OR_RETURN(out.reduce_forward, orderIsForward(c.reduce_order, "reduce_order", false));
@@ -274,6 +278,7 @@ PSDP_API psdp_status_t psdp_state_engine_tuning(psdp_state_h state, psdp_engine_
     if (tuner.phase() != engine::TuningPhase::kOff) {
       out.window = setting.window;
       out.chunks_per_transfer = setting.grouping;
+      out.fragment_bytes = setting.fragment_bytes;
     }
     out.steps = tuner.steps();
     out.step_s = tuner.bestSeconds();

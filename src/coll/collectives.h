@@ -180,6 +180,18 @@ class Collectives {
   // fragment bytes or depth than the staging was made for (CollParams::reserved_*).
   virtual Status adoptAlgorithms(const AlgorithmTable& table) = 0;
 
+  // The fragment of the ring and chain transfers of calls posted from now on: `bytes` in place of the rules'
+  // and the communicator's (the chunk engine's fragment setting); 0 gives theirs back. Which algorithm runs
+  // does not change. Every rank of the team must set the same between the same two posts. Errors: invalid
+  // argument where `bytes` is below kMinFragmentBytes or above stagedFragmentBytes().
+  virtual Status overrideFragmentBytes(size_t bytes) = 0;
+  // The largest fragment the staging holds (CollParams: fragment_bytes, the rules', reserved_fragment_bytes).
+  virtual size_t stagedFragmentBytes() const = 0;
+  // The largest block (one rank's share of the buffer) that a ring or chain stage moved since the last call,
+  // which clears it; 0 where every call ran direct, recursive or alone. A fragment at least that large moves
+  // each block whole, so fragments from that size up cannot change those calls. Any thread.
+  virtual size_t takeLargestRingBlock() = 0;
+
   // The premul-sum ops the reductions accept as `op` besides the built-in ones; a post resolves its op
   // here (invalid argument, object still usable, for an op unknown to it or used with another dtype).
   CustomOps& customOps() { return custom_ops_; }

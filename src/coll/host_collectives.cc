@@ -46,7 +46,7 @@ constexpr int kStagedHostTasks = 2;
 
 // What staging and completions are made for: the largest fragment and depth of the table in use or of any
 // table adopted later.
-size_t stagedFragmentBytes(const CollParams& params) {
+size_t fragmentBytesToStage(const CollParams& params) {
   return std::max(params.algorithms.maxFragmentBytes(params.fragment_bytes), params.reserved_fragment_bytes);
 }
 
@@ -177,7 +177,7 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
                   std::unique_ptr<transport::PeerMemory> peer_memory, DirectChannel::TileMemory tiles)
       : Collectives(transport),
         params_(params),
-        staged_fragment_bytes_(stagedFragmentBytes(params)),
+        staged_fragment_bytes_(fragmentBytesToStage(params)),
         staged_depth_(stagedDepth(params)),
         arena_(std::move(arena)),
         direct_(std::move(peer_memory), std::move(tiles)),
@@ -197,6 +197,23 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
     }
     params_.algorithms = table;
     return Status::ok();
+  }
+
+  Status overrideFragmentBytes(size_t bytes) override {
+    if (bytes != 0 && (bytes < kMinFragmentBytes || bytes > staged_fragment_bytes_)) {
+      return Status::invalidArgument("a fragment of {} bytes: the staging holds fragments of {} to {} bytes", bytes,
+                                     kMinFragmentBytes, staged_fragment_bytes_);
+    }
+    fragment_override_.store(bytes, std::memory_order_relaxed);
+    return Status::ok();
+  }
+  size_t stagedFragmentBytes() const override { return staged_fragment_bytes_; }
+  size_t takeLargestRingBlock() override { return largest_ring_block_.exchange(0, std::memory_order_relaxed); }
+  // Called by a task as its ring or chain stage starts.
+  void noteRingBlock(size_t bytes) {
+    size_t seen = largest_ring_block_.load(std::memory_order_relaxed);
+    while (bytes > seen && !largest_ring_block_.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+    }
   }
 
   Result<std::unique_ptr<CollTask>> postReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount,
@@ -306,6 +323,9 @@ class HostCollectives final : public Collectives, public PointToPointOwner {
 
   CollParams params_;
   const size_t staged_fragment_bytes_;  // what staging and completions hold (stagedFragmentBytes)
+  // overrideFragmentBytes's, read at each post (the chunk engine may post from the driving thread).
+  std::atomic<size_t> fragment_override_{0};
+  std::atomic<size_t> largest_ring_block_{0};
   const int staged_depth_;
   StagingArena arena_;
   std::vector<std::unique_ptr<TaskSlot>> slots_;  // task slot of operation seq: seq % kMaxTasksInFlight
@@ -494,9 +514,15 @@ PhasePtr HostTask::startStage(Stage stage) {
       direct_phase_ = slot_->phase.make<DirectPhase>(op_, plan_.direct, owner_.directChannel(), slot_->direct);
       return PhasePtr(direct_phase_);
     }
-    case Stage::kReduceScatter: return startRingReduceScatter(slot_->phase, op_, plan_.reduce);
-    case Stage::kAllGather: return startRingAllGather(slot_->phase, op_, plan_.gather);
-    case Stage::kBroadcast: return startChainBroadcast(slot_->phase, op_, plan_.broadcast);
+    case Stage::kReduceScatter:
+      owner_.noteRingBlock(plan_.reduce.layout.maxSize() * plan_.reduce.elem_size);
+      return startRingReduceScatter(slot_->phase, op_, plan_.reduce);
+    case Stage::kAllGather:
+      owner_.noteRingBlock(plan_.gather.layout.maxSize() * plan_.gather.elem_size);
+      return startRingAllGather(slot_->phase, op_, plan_.gather);
+    case Stage::kBroadcast:
+      owner_.noteRingBlock(plan_.broadcast.count * plan_.broadcast.elem_size);
+      return startChainBroadcast(slot_->phase, op_, plan_.broadcast);
     case Stage::kRecursiveAllReduce: return startRecursiveAllReduce(slot_->phase, op_, plan_.recursive_reduce);
     case Stage::kRecursiveReduceScatter: return startRecursiveReduceScatter(slot_->phase, op_, plan_.recursive_scatter);
     case Stage::kRecursiveAllGather: return startRecursiveAllGather(slot_->phase, op_, plan_.recursive_gather);
@@ -842,7 +868,10 @@ void HostCollectives::chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes,
   const AlgorithmRule& rule = params_.algorithms.find(kind, params_.nranks, bytes);
   plan.rule = &rule;
   plan.bytes = bytes;
-  plan.fragment_bytes = rule.fragment_bytes != 0 ? rule.fragment_bytes : params_.fragment_bytes;
+  // Halving/doubling's fit is judged on the rule's fragment, which the staging holds whatever the override.
+  const size_t rule_fragment_bytes = rule.fragment_bytes != 0 ? rule.fragment_bytes : params_.fragment_bytes;
+  const size_t override_bytes = fragment_override_.load(std::memory_order_relaxed);
+  plan.fragment_bytes = override_bytes != 0 ? override_bytes : rule_fragment_bytes;
   plan.depth = rule.depth != 0 ? rule.depth : kDefaultDepth;
   plan.recursive = false;
   plan.choice = Choice::kRule;
@@ -853,7 +882,7 @@ void HostCollectives::chooseAlgorithm(TaskPlan& plan, OpKind kind, size_t bytes,
     return;
   } else if (fit == RecursiveFit::kPowerOfTwo && !isPowerOfTwo(params_.nranks)) {
     plan.choice = Choice::kNotPowerOfTwo;
-  } else if (staging_bytes > plan.fragment_bytes) {
+  } else if (staging_bytes > rule_fragment_bytes) {
     plan.choice = Choice::kExceedsStaging;
   } else {
     plan.recursive = true;
@@ -989,7 +1018,7 @@ Result<std::unique_ptr<Collectives>> createHostCollectives(transport::Transport&
   Recycled<HostTask>::prime(params.max_tasks);
   primePointToPointTasks(params.max_tasks);
   const size_t ring_task_bytes =
-      2 * static_cast<size_t>(stagedDepth(params)) * StagingArena::slotStride(stagedFragmentBytes(params));
+      2 * static_cast<size_t>(stagedDepth(params)) * StagingArena::slotStride(fragmentBytesToStage(params));
   PSDP_ASSIGN_OR_RETURN(StagingArena arena,
                         StagingArena::create(kStagedHostTasks * ring_task_bytes, kMaxTasksInFlight));
   PSDP_ASSIGN_OR_RETURN(DirectChannel::TileMemory tiles, DirectChannel::TileMemory::allocate());

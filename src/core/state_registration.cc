@@ -137,9 +137,9 @@ Result<std::unique_ptr<RegisteredState>> registerState(Communicator& comm, Resul
   if (const tune::EngineRule* rule = comm.tunedEngineRule(state->plan_.config().chunk_bytes)) {
     state->tuned_engine_ = *rule;
     comm.log()->info(
-        "tuning file {} line {}: steps of this state take window {} and grouping {} where their config "
-        "leaves them unset (0: the rule does not say)",
-        comm.tuningFile(), rule->line, rule->window, rule->grouping);
+        "tuning file {} line {}: steps of this state take window {}, grouping {} and fragment {} where their "
+        "config leaves them unset (0: the rule does not say)",
+        comm.tuningFile(), rule->line, rule->window, rule->grouping, rule->fragment_bytes);
   }
   // The engine's teams: splits every rank makes alike, since every rank has the same plan now.
   PSDP_ASSIGN_OR_RETURN(state->teams_, makeStateTeams(comm, state->plan_));

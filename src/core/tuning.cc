@@ -95,6 +95,13 @@ Result<LoadedTuning> loadTuning(const Config& config, const Environment& env) {
       loaded.largest_fragment_bytes = std::max(loaded.largest_fragment_bytes, rule.fragment_bytes);
       loaded.largest_depth = std::max(loaded.largest_depth, rule.depth);
     }
+    for (const tune::EngineRule& rule : section.engine) {
+      if (rule.fragment_bytes != 0 && rule.fragment_bytes < coll::kMinFragmentBytes) {
+        return Status::invalidArgument("{}:{}: fragment of {} bytes, below the minimum of {}", loaded.path, rule.line,
+                                       rule.fragment_bytes, coll::kMinFragmentBytes);
+      }
+      loaded.largest_fragment_bytes = std::max(loaded.largest_fragment_bytes, rule.fragment_bytes);
+    }
   }
   loaded.file = std::make_shared<const tune::TuningFile>(std::move(file).value());
   return loaded;

@@ -24,8 +24,8 @@ struct LoadedTuning {
   std::shared_ptr<const tune::TuningFile> file;  // null: no tuning file
   std::string path;                              // where it was read
   std::string found_by;                          // "PSDP_TUNING_FILE" or "the search path"
-  // The largest fragment and depth of any rule of any section: what the collectives' staging is made for,
-  // so that whichever section applies fits.
+  // The largest fragment and depth of any rule of any section (engine rules' fragments included): what the
+  // collectives' staging is made for, so that whichever section applies fits.
   size_t largest_fragment_bytes = 0;
   int largest_depth = 0;
 

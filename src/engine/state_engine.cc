@@ -4,7 +4,9 @@
 #include <spdlog/logger.h>
 
 #include <algorithm>
+#include <string>
 
+#include "tune/line_fields.h"
 #include "tune/tuning_file.h"
 
 namespace psdp::engine {
@@ -20,10 +22,17 @@ uint64_t orderingOf(const StepConfig& config) {
          (static_cast<uint64_t>(config.chunks_per_transfer) << 16);
 }
 
-// The agreed fields; a fourth, not compared, carries the step times of online tuning.
-constexpr size_t kAgreed = 3, kFields = 4;
+// The agreed fields; two more, not compared but maximised, carry what online tuning measures: the step's
+// time and its largest ring block.
+constexpr size_t kAgreed = 4, kFields = 6;
 const char* const kAgreedFields[kAgreed] = {
-    "step", "plan hash", "orders, op, chunks per transfer, online tuning, norm policy and partial sums"};
+    "step", "plan hash", "orders, op, chunks per transfer, online tuning, norm policy and partial sums",
+    "fragment bytes"};
+
+// A fragment setting for the log.
+std::string fragmentText(size_t bytes) {
+  return bytes == 0 ? std::string("the collectives' own") : tune::formatBytes(bytes);
+}
 
 }  // namespace
 
@@ -35,11 +44,17 @@ StateEngine::~StateEngine() {
   step_.reset();
 }
 
-// One all-gather of (step, plan hash, ordering, step time) on each reduce team: a rank's shard group and its
-// replica group together link every rank to every other, so all agree once every team does, and the
-// maximum of the times, passed on from one team to the next, is the slowest rank's.
-Result<uint64_t> StateEngine::agree(const StepConfig& config) {
-  uint64_t mine[kFields] = {next_step_, plan_.hash(), orderingOf(config), last_step_ns_};
+// One all-gather of (step, plan hash, ordering, fragment, step time, ring block) on each reduce team: a
+// rank's shard group and its replica group together link every rank to every other, so all agree once
+// every team does, and the maxima of the measurements, passed on from one team to the next, are the
+// slowest rank's time and the largest block of any rank.
+Result<StateEngine::LastStep> StateEngine::agree(const StepConfig& config) {
+  uint64_t ring_block = 0;
+  for (Team& team : teams_) {
+    if (team.exists()) ring_block = std::max<uint64_t>(ring_block, team.collectives->takeLargestRingBlock());
+  }
+  uint64_t mine[kFields] = {next_step_,    plan_.hash(), orderingOf(config), config.fragment_bytes,
+                            last_step_ns_, ring_block};
   for (Stage stage : {Stage::kReduceInGroup, Stage::kReduceAcrossReplicas}) {
     Team& team = teams_[static_cast<int>(stage)];
     if (!team.exists()) continue;
@@ -54,7 +69,7 @@ Result<uint64_t> StateEngine::agree(const StepConfig& config) {
     PSDP_RETURN_IF_ERROR(request->status());
     for (size_t r = 0; r < n; ++r) {
       const uint64_t* theirs = &agreement_[kFields * r];
-      mine[kAgreed] = std::max(mine[kAgreed], theirs[kAgreed]);
+      for (size_t f = kAgreed; f < kFields; ++f) mine[f] = std::max(mine[f], theirs[f]);
       for (size_t f = 0; f < kAgreed; ++f) {
         if (theirs[f] == mine[f]) continue;
         Status mismatch = Status::mismatch(
@@ -70,35 +85,53 @@ Result<uint64_t> StateEngine::agree(const StepConfig& config) {
       }
     }
   }
-  return mine[kAgreed];
+  return LastStep{mine[kAgreed], mine[kAgreed + 1]};
 }
 
-void StateEngine::tune(StepConfig& config, uint64_t slowest_ns) {
+size_t StateEngine::stagedFragmentBytes() const {
+  size_t staged = SIZE_MAX;
+  for (const Team& team : teams_) {
+    if (team.exists()) staged = std::min(staged, team.collectives->stagedFragmentBytes());
+  }
+  return staged;
+}
+
+void StateEngine::tune(StepConfig& config, const LastStep& last) {
   if (!config.online_tuning) return;
   if (!tuner_started_) {
     tuner_started_ = true;
-    tuner_.start({config.reduce_window, config.chunks_per_transfer}, config.tune_window, config.tune_grouping,
-                 plan_.config().chunk_bytes, plan_.chunks().size());
-  } else if (slowest_ns != kNoSample) {
-    tuner_.record(static_cast<double>(slowest_ns) * 1e-9);
+    TuningScope scope;
+    scope.window = config.tune_window;
+    scope.grouping = config.tune_grouping;
+    scope.fragment = config.tune_fragment;
+    scope.chunk_bytes = plan_.config().chunk_bytes;
+    scope.chunks = plan_.chunks().size();
+    scope.largest_fragment_bytes = stagedFragmentBytes();
+    tuner_.start({config.reduce_window, config.chunks_per_transfer, config.fragment_bytes}, scope);
+  } else if (last.slowest_ns != kNoSample) {
+    tuner_.record(static_cast<double>(last.slowest_ns) * 1e-9, last.ring_block_bytes);
   }
+  const EngineSetting best = tuner_.best();
   if (tuner_.takeFrozenNews() && log_ != nullptr) {
     tune::EngineRule rule;
     rule.min_ranks = rule.max_ranks = plan_.config().world_size;
     rule.min_chunk_bytes = plan_.config().chunk_bytes;
     rule.max_chunk_bytes = 2 * plan_.config().chunk_bytes;
-    rule.window = static_cast<int>(tuner_.best().window);
-    rule.grouping = static_cast<int>(tuner_.best().grouping);
+    rule.window = static_cast<int>(best.window);
+    rule.grouping = static_cast<int>(best.grouping);
+    rule.fragment_bytes = best.fragment_bytes;
     log_->info(
-        "online tuning: after {} steps the engine keeps window {} and grouping {} ({:.1f} ms a step, the slowest "
-        "rank's; {:.2f}x the start's, window {} and grouping {}); as a tuning file's rule: {}",
-        tuner_.steps(), tuner_.best().window, tuner_.best().grouping, tuner_.bestSeconds() * 1e3,
+        "online tuning: after {} steps the engine keeps window {}, grouping {} and fragment {} ({:.1f} ms a step, "
+        "the slowest rank's; {:.2f}x the start's, window {}, grouping {} and fragment {}); as a tuning file's "
+        "rule: {}",
+        tuner_.steps(), best.window, best.grouping, fragmentText(best.fragment_bytes), tuner_.bestSeconds() * 1e3,
         tuner_.startSeconds() / tuner_.bestSeconds(), config.reduce_window, config.chunks_per_transfer,
-        tune::formatRule(rule));
+        fragmentText(config.fragment_bytes), tune::formatRule(rule));
   }
   const EngineSetting setting = tuner_.next();
   if (config.tune_window) config.reduce_window = config.gather_window = setting.window;
   if (config.tune_grouping) config.chunks_per_transfer = setting.grouping;
+  if (config.tune_fragment) config.fragment_bytes = setting.fragment_bytes;
 }
 
 Result<Step*> StateEngine::begin(StepConfig config) {
@@ -125,9 +158,20 @@ Result<Step*> StateEngine::begin(StepConfig config) {
     });
     config.partial_sums = has_shard ? PartialSums::kFloat32 : PartialSums::kGradientDtype;
   }
-  PSDP_ASSIGN_OR_RETURN(const uint64_t slowest_ns, agree(config));
-  tune(config, slowest_ns);
-  last_setting_ = {config.reduce_window, config.chunks_per_transfer};
+  if (config.fragment_bytes != 0 &&
+      (config.fragment_bytes < coll::kMinFragmentBytes || config.fragment_bytes > stagedFragmentBytes())) {
+    return Status::invalidArgument(
+        "fragment_bytes {}: the state's collectives stage fragments of {} to {} bytes (PSDP_FRAGMENT_BYTES and the "
+        "tuning file's rules decide the largest)",
+        config.fragment_bytes, coll::kMinFragmentBytes, stagedFragmentBytes());
+  }
+  PSDP_ASSIGN_OR_RETURN(const LastStep last, agree(config));
+  tune(config, last);
+  // Every rank sets the same fragment here, between the agreement and the step's first collective.
+  for (Team& team : teams_) {
+    if (team.exists()) PSDP_RETURN_IF_ERROR(team.collectives->overrideFragmentBytes(config.fragment_bytes));
+  }
+  last_setting_ = {config.reduce_window, config.chunks_per_transfer, config.fragment_bytes};
   const std::vector<Transfer> transfers = groupChunks(plan_, config.chunks_per_transfer);
   ChunkPacking packing(plan_, transfers, rank_, pointers_, config.partial_sums == PartialSums::kFloat32);
   // Pack buffers only for the transfers that do not run in place: a bulk step of one in-place chunk per

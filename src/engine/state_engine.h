@@ -4,10 +4,11 @@
 // the state's peers that they agree on the step number, the plan and the step's ordering settings.
 //
 // Online tuning (engine/online_tuner.h) rides on that agreement: each rank adds the time of its last step
-// (from the end of begin's agreement to the end of end()); the first team's all-gather gives every rank its
-// shard group's slowest, which it passes on in the second team's, whose maximum is then the slowest rank's
-// of all (every shard group has a member in each replica group). So every rank feeds its tuner the same
-// number, and the tuner's choices need no message of their own.
+// (from the end of begin's agreement to the end of end()) and the largest block its teams' ring transfers
+// moved; the first team's all-gather gives every rank its shard group's maxima, which it passes on in the
+// second team's, whose maxima are then those of all ranks (every shard group has a member in each replica
+// group). So every rank feeds its tuner the same numbers, and the tuner's choices need no message of their
+// own.
 #pragma once
 
 #include <chrono>
@@ -45,8 +46,8 @@ class StateEngine {
   void abandon();
   // The timeline of the last step ended or dropped (engine/step_timeline.h); empty before the first.
   const std::vector<StageEvent>& lastTimeline() const { return last_timeline_.events(); }
-  // The online tuner of the state's steps (off until a step asks for it), and the windows and grouping the
-  // last step begun runs with. Not while begin() runs.
+  // The online tuner of the state's steps (off until a step asks for it), and the windows, grouping and
+  // fragment the last step begun runs with. Not while begin() runs.
   const OnlineTuner& tuner() const { return tuner_; }
   EngineSetting lastSetting() const { return last_setting_; }
 
@@ -54,10 +55,16 @@ class StateEngine {
   // A step's time not measured: none ended yet, or the last one was dropped.
   static constexpr uint64_t kNoSample = UINT64_MAX;
 
-  // The slowest rank's time of the last step (ns), or kNoSample where any rank has none.
-  Result<uint64_t> agree(const StepConfig& config);
+  // What the ranks measured of the last step, agreed.
+  struct LastStep {
+    uint64_t slowest_ns = kNoSample;  // the slowest rank's time, or kNoSample where any rank has none
+    uint64_t ring_block_bytes = 0;    // the largest block a ring transfer of any rank moved
+  };
+  Result<LastStep> agree(const StepConfig& config);
   // Starts or feeds the tuner, and applies its setting to what `config` leaves to it.
-  void tune(StepConfig& config, uint64_t slowest_ns);
+  void tune(StepConfig& config, const LastStep& last);
+  // The largest fragment every team's staging holds.
+  size_t stagedFragmentBytes() const;
 
   const shard::ShardPlan& plan_;
   const int rank_;

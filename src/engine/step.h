@@ -63,12 +63,16 @@ struct StepConfig {
   UnusedGradients unused = UnusedGradients::kError;
   GradNormPolicy grad_norm = GradNormPolicy::kNone;
   PartialSums partial_sums = PartialSums::kDefault;
-  // Online tuning (engine/online_tuner.h): the state's engine replaces the windows (tune_window) and the
-  // grouping (tune_grouping), those the caller left to psdp, with its tuner's; the fields above are where
-  // it starts.
+  // The fragment of the ring transfers of the step's collectives (Collectives::overrideFragmentBytes); 0:
+  // the teams' own.
+  size_t fragment_bytes = 0;
+  // Online tuning (engine/online_tuner.h): the state's engine replaces the windows (tune_window), the
+  // grouping (tune_grouping) and the fragment (tune_fragment), those the caller left to psdp, with its
+  // tuner's; the fields above are where it starts.
   bool online_tuning = false;
   bool tune_window = false;
   bool tune_grouping = false;
+  bool tune_fragment = false;
 };
 
 // Everything a step runs on, owned by the state's engine (engine/state_engine.h), which outlives its steps.

@@ -61,6 +61,12 @@ Status parseWord(const Field& field, const LineRef& where, std::string_view list
   return Status::ok();
 }
 
+Status parseFragment(const Field& field, const LineRef& where, size_t& out) {
+  PSDP_ASSIGN_OR_RETURN(out, parseByteCount(field, where));
+  if (out == 0) return where.error(field.value_column, "fragment: must be at least 1 byte");
+  return Status::ok();
+}
+
 Result<CollectiveRule> parseCollectiveRule(const std::vector<Field>& fields, const LineRef& where, int line_end) {
   CollectiveRule rule;
   rule.collective = std::string(fields[0].key);
@@ -76,11 +82,7 @@ Result<CollectiveRule> parseCollectiveRule(const std::vector<Field>& fields, con
     if (f.key == "stream") return parseFlag(f, where, rule.stream);
     if (f.key == "backoff") return parseCount(f, where, 0, rule.backoff);
     if (f.key == "depth") return parseCount(f, where, 1, rule.depth);
-    if (f.key == "fragment") {
-      PSDP_ASSIGN_OR_RETURN(rule.fragment_bytes, parseByteCount(f, where));
-      if (rule.fragment_bytes == 0) return where.error(f.value_column, "fragment: must be at least 1 byte");
-      return Status::ok();
-    }
+    if (f.key == "fragment") return parseFragment(f, where, rule.fragment_bytes);
     return where.error(f.column, fmt::format("'{}' is not a field of a collective rule (ranks, bytes, algorithm, "
                                              "fallback, cma, stream, backoff, fragment, depth)",
                                              f.key));
@@ -97,11 +99,13 @@ Result<EngineRule> parseEngineRule(const std::vector<Field>& fields, const LineR
     if (f.key == "chunk-bytes") return parseByteRange(f, where, rule.min_chunk_bytes, rule.max_chunk_bytes);
     if (f.key == "window") return parseCount(f, where, 1, rule.window);
     if (f.key == "grouping") return parseCount(f, where, 1, rule.grouping);
-    return where.error(
-        f.column, fmt::format("'{}' is not a field of an engine rule (ranks, chunk-bytes, window, grouping)", f.key));
+    if (f.key == "fragment") return parseFragment(f, where, rule.fragment_bytes);
+    return where.error(f.column, fmt::format("'{}' is not a field of an engine rule (ranks, chunk-bytes, window, "
+                                             "grouping, fragment)",
+                                             f.key));
   }));
-  if (rule.window == 0 && rule.grouping == 0)
-    return where.error(line_end, "the rule sets neither window= nor grouping=");
+  if (rule.window == 0 && rule.grouping == 0 && rule.fragment_bytes == 0)
+    return where.error(line_end, "the rule sets none of window=, grouping= and fragment=");
   return rule;
 }
 
@@ -244,6 +248,7 @@ std::string formatRule(const EngineRule& r) {
                                 byteText(r.min_chunk_bytes, r.max_chunk_bytes));
   if (r.window > 0) out += fmt::format(" window={}", r.window);
   if (r.grouping > 0) out += fmt::format(" grouping={}", r.grouping);
+  if (r.fragment_bytes > 0) out += " fragment=" + formatBytes(r.fragment_bytes);
   return out;
 }
 

@@ -14,9 +14,10 @@
 // bytes=<from>-<below> (the whole buffer; "inf" or nothing above: no bound; default any), algorithm=ring|
 // rhd|direct (required), and optionally fallback=ring|rhd, cma=0|1, stream=0|1, backoff=<n>,
 // fragment=<bytes>, depth=<n>: what PSDP_ALGORITHMS says of them (coll/algorithm_table.h). An engine rule
-// sets the chunk engine's window (chunks in flight) and grouping (plan chunks per transfer) by rank count
-// and plan chunk size. Within a section the first rule that matches a call decides it. Sizes take K, M or G
-// (powers of 1024). Every error names the file, the line and the column.
+// sets the chunk engine's window (chunks in flight), grouping (plan chunks per transfer) and fragment (of
+// its collectives' ring transfers, in place of the collective rules') by rank count and plan chunk size. Within a
+// section the first rule that matches a call decides it. Sizes take K, M or G (powers of 1024). Every error names the
+// file, the line and the column.
 #pragma once
 
 #include <climits>
@@ -65,6 +66,7 @@ struct EngineRule {
   size_t max_chunk_bytes = SIZE_MAX;  // exclusive; SIZE_MAX: no bound
   int window = 0;                     // chunks in flight; 0: not given
   int grouping = 0;                   // plan chunks per transfer; 0: not given
+  size_t fragment_bytes = 0;          // of the engine's ring transfers; 0: not given
   int line = 0;
 
   bool matches(int nranks, size_t chunk_bytes) const {

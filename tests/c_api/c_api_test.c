@@ -38,9 +38,10 @@ static void test_abi(void) {
   /* The step's structs: the config grows at its end only. */
   CHECK(offsetof(psdp_step_config_t, stream) == 64);
   CHECK(offsetof(psdp_step_config_t, grad_norm) == 72 && offsetof(psdp_step_config_t, partial_sums) == 76);
-  CHECK(offsetof(psdp_step_config_t, online_tuning) == 80 && sizeof(psdp_step_config_t) == 88);
+  CHECK(offsetof(psdp_step_config_t, online_tuning) == 80 && offsetof(psdp_step_config_t, fragment_bytes) == 88);
+  CHECK(sizeof(psdp_step_config_t) == 96);
   CHECK(offsetof(psdp_engine_tuning_t, window) == 8 && offsetof(psdp_engine_tuning_t, step_s) == 32);
-  CHECK(sizeof(psdp_engine_tuning_t) == 48);
+  CHECK(offsetof(psdp_engine_tuning_t, fragment_bytes) == 48 && sizeof(psdp_engine_tuning_t) == 56);
   CHECK(offsetof(psdp_step_event_t, begin_ns) == 16 && offsetof(psdp_step_event_t, end_ns) == 24);
   CHECK(sizeof(psdp_step_event_t) == 32);
   CHECK(offsetof(psdp_grad_norm_t, nonfinite) == 8 && offsetof(psdp_grad_norm_t, step) == 16);

@@ -15,12 +15,14 @@
 //   mp_step [--group G] [--level group|world] [--window N] [--chunk-bytes B] [--steps S] [--adam]
 //           [--update-after-all] [--forward-reductions] [--unused] [--over-time] [--bulk] [--group-chunks N]
 //           [--accumulate K] [--grad-norm global|deferred] [--nonfinite] [--online] [--poll-only]
+//           [--scale K] [--expect-fragments]
 // With --poll-only the framework never waits: every psdp_step_next_chunk has timeout 0 (run it under
 // PSDP_PROGRESS=caller, where those calls alone must move the step along), and every chunk must still be
 // handed out within 60 s.
-// With --online, steps ask for online tuning of the windows and the grouping: the parameters must stay exact
-// while the engine tries settings, every rank must see the same phase and settings after every step, and
-// with enough steps the choice must be made (frozen).
+// With --online, steps ask for online tuning of the windows, the grouping and the fragment: the parameters
+// must stay exact while the engine tries settings, every rank must see the same phase and settings after
+// every step, and with enough steps the choice must be made (frozen); with --expect-fragments some step
+// before then must have run a fragment the tuner tried. --scale K makes every buffer K times as long.
 #include <psdp/psdp.h>
 
 #include <algorithm>
@@ -57,13 +59,14 @@ struct Options {
   size_t chunks_per_transfer = 0;  // 0: the default (1)
   int accumulate = 1;              // micro-batches per step
   int grad_norm = PSDP_GRAD_NORM_NONE;
-  bool nonfinite = false;  // an inf and a NaN in one rank's gradients of one step
-  bool online = false;     // online tuning of the windows and grouping (which --window and --group-chunks fix)
-  bool poll_only = false;  // next_chunk only ever with timeout 0
+  bool nonfinite = false;         // an inf and a NaN in one rank's gradients of one step
+  bool online = false;            // online tuning of the windows and grouping (which --window and --group-chunks fix)
+  bool expect_fragments = false;  // with --online: some step must run a fragment the tuner tries
+  bool poll_only = false;         // next_chunk only ever with timeout 0
 };
 
-// Counts that neither the chunk nor the alignment divides.
-const std::vector<size_t> kCounts = {1000, 3001, 777, 4101};
+// Counts that neither the chunk nor the alignment divides; --scale K multiplies them (an odd K keeps that).
+std::vector<size_t> buffer_counts = {1000, 3001, 777, 4101};
 constexpr float kLearningRate = 0.125f;
 // The buffer rank 0 never reports in step 1 with --unused.
 constexpr size_t kUnusedBuffer = 2;
@@ -117,20 +120,20 @@ struct Model {
   std::vector<psdp_buffer_desc_t> descs;
 
   Model() {
-    for (size_t b = 0; b < kCounts.size(); ++b) {
-      params.emplace_back(kCounts[b]);
-      grads.emplace_back(kCounts[b]);
-      for (size_t i = 0; i < kCounts[b]; ++i) params[b][i] = initialParameter(b, i);
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
+      params.emplace_back(buffer_counts[b]);
+      grads.emplace_back(buffer_counts[b]);
+      for (size_t i = 0; i < buffer_counts[b]; ++i) params[b][i] = initialParameter(b, i);
     }
-    names.resize(2 * kCounts.size());
-    for (size_t b = 0; b < kCounts.size(); ++b) {
+    names.resize(2 * buffer_counts.size());
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
       names[b] = "w" + std::to_string(b);
-      descs.push_back(
-          {names[b].c_str(), params[b].data(), kCounts[b], PSDP_FLOAT32, PSDP_BUFFER_PARAMETER, PSDP_MEMORY_HOST, 0});
+      descs.push_back({names[b].c_str(), params[b].data(), buffer_counts[b], PSDP_FLOAT32, PSDP_BUFFER_PARAMETER,
+                       PSDP_MEMORY_HOST, 0});
     }
-    for (size_t b = 0; b < kCounts.size(); ++b) {
-      names[kCounts.size() + b] = "w" + std::to_string(b) + ".grad";
-      descs.push_back({names[kCounts.size() + b].c_str(), grads[b].data(), kCounts[b], PSDP_FLOAT32,
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
+      names[buffer_counts.size() + b] = "w" + std::to_string(b) + ".grad";
+      descs.push_back({names[buffer_counts.size() + b].c_str(), grads[b].data(), buffer_counts[b], PSDP_FLOAT32,
                        PSDP_BUFFER_GRADIENT, PSDP_MEMORY_HOST, 0});
     }
   }
@@ -141,11 +144,11 @@ struct Model {
 struct Reference {
   std::vector<std::vector<float>> params, m, v;
   explicit Reference() {
-    for (size_t b = 0; b < kCounts.size(); ++b) {
-      params.emplace_back(kCounts[b]);
-      m.emplace_back(kCounts[b], 0.0f);
-      v.emplace_back(kCounts[b], 0.0f);
-      for (size_t i = 0; i < kCounts[b]; ++i) params[b][i] = initialParameter(b, i);
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
+      params.emplace_back(buffer_counts[b]);
+      m.emplace_back(buffer_counts[b], 0.0f);
+      v.emplace_back(buffer_counts[b], 0.0f);
+      for (size_t i = 0; i < buffer_counts[b]; ++i) params[b][i] = initialParameter(b, i);
     }
   }
   static float summed(const Options& o, int nranks, size_t b, size_t i, int step) {
@@ -161,8 +164,8 @@ struct Reference {
   // The squared norm of the summed gradient: exact (integers), inf or NaN with an injected one.
   static double sqNorm(const Options& o, int nranks, int step) {
     double sq = 0;
-    for (size_t b = 0; b < kCounts.size(); ++b) {
-      for (size_t i = 0; i < kCounts[b]; ++i) {
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
+      for (size_t i = 0; i < buffer_counts[b]; ++i) {
         const double g = summed(o, nranks, b, i, step);
         sq += g * g;
       }
@@ -172,8 +175,8 @@ struct Reference {
   // factor: the clipping factor the framework applies; skip: loss scaling skips the update.
   void step(const Options& o, int nranks, int step, float factor, bool skip) {
     if (skip) return;
-    for (size_t b = 0; b < kCounts.size(); ++b) {
-      for (size_t i = 0; i < kCounts[b]; ++i)
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
+      for (size_t i = 0; i < buffer_counts[b]; ++i)
         update(o.adam, params[b][i], m[b][i], v[b][i], summed(o, nranks, b, i, step) * factor);
     }
   }
@@ -220,6 +223,11 @@ Options parse(int argc, char** argv) {
       o.poll_only = true;
     else if (a == "--online")
       o.online = true;
+    else if (a == "--scale") {
+      const size_t scale = std::stoul(next());
+      for (size_t& count : buffer_counts) count *= scale;
+    } else if (a == "--expect-fragments")
+      o.expect_fragments = true;
     else {
       // An option read as nothing would let the test pass on the defaults.
       std::fprintf(stderr, "mp_step: unknown option '%s'\n", a.c_str());
@@ -262,10 +270,10 @@ class Framework {
     const std::string at = "step " + std::to_string(step) + ": ";
     // Gradient accumulation: every micro-batch but the last adds its gradients into the buffers with no
     // psdp call at all (no reduction); the step begins with the last one, which reports them.
-    for (size_t b = 0; b < kCounts.size(); ++b) std::fill(model_.grads[b].begin(), model_.grads[b].end(), 0.0f);
+    for (size_t b = 0; b < buffer_counts.size(); ++b) std::fill(model_.grads[b].begin(), model_.grads[b].end(), 0.0f);
     for (int mb = 0; mb + 1 < o_.accumulate; ++mb) {
-      for (size_t b = 0; b < kCounts.size(); ++b) {
-        for (size_t i = 0; i < kCounts[b]; ++i)
+      for (size_t b = 0; b < buffer_counts.size(); ++b) {
+        for (size_t i = 0; i < buffer_counts[b]; ++i)
           model_.grads[b][i] += gradientOf(rank_, b, i, step * o_.accumulate + mb);
       }
     }
@@ -291,8 +299,8 @@ class Framework {
     // Backward (of the last micro-batch): gradients added, then reported in random pieces and order, a poll
     // now and then.
     const int last = step * o_.accumulate + o_.accumulate - 1;
-    for (size_t b = 0; b < kCounts.size(); ++b) {
-      for (size_t i = 0; i < kCounts[b]; ++i) {
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
+      for (size_t i = 0; i < buffer_counts[b]; ++i) {
         model_.grads[b][i] =
             injected(o_, rank_, nranks_, b, i, step, model_.grads[b][i] + gradientOf(rank_, b, i, last));
       }
@@ -302,12 +310,12 @@ class Framework {
       size_t offset, count;
     };
     std::vector<Piece> pieces;
-    for (size_t b = 0; b < kCounts.size(); ++b) {
+    for (size_t b = 0; b < buffer_counts.size(); ++b) {
       if (unusedAt(o_, rank_, b, step)) continue;
-      for (size_t at_elem = 0; at_elem < kCounts[b];) {
-        size_t n = std::min(kCounts[b] - at_elem, std::uniform_int_distribution<size_t>(1, 900)(random_));
+      for (size_t at_elem = 0; at_elem < buffer_counts[b];) {
+        size_t n = std::min(buffer_counts[b] - at_elem, std::uniform_int_distribution<size_t>(1, 900)(random_));
         // Report through the gradient or the parameter index, either names the range.
-        int buffer = static_cast<int>(b + (random_() % 2 == 0 ? kCounts.size() : 0));
+        int buffer = static_cast<int>(b + (random_() % 2 == 0 ? buffer_counts.size() : 0));
         pieces.push_back({buffer, at_elem, n});
         at_elem += n;
       }
@@ -315,8 +323,8 @@ class Framework {
     if (o_.over_time) {
       // As backward produces them: the last buffer's last elements first.
       std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
-        const size_t ba = static_cast<size_t>(a.buffer) % kCounts.size(),
-                     bb = static_cast<size_t>(b.buffer) % kCounts.size();
+        const size_t ba = static_cast<size_t>(a.buffer) % buffer_counts.size(),
+                     bb = static_cast<size_t>(b.buffer) % buffer_counts.size();
         return ba != bb ? ba > bb : a.offset > b.offset;
       });
     } else {
@@ -365,12 +373,12 @@ class Framework {
     if (o_.grad_norm == PSDP_GRAD_NORM_GLOBAL && !norm_known_) fetchNorm(step, at);
     reference_.step(o_, nranks_, step, factor_, skip_);
     // The first buffer before the end, as a forward pass would wait for its first layers.
-    s = psdp_step_wait_params(step_, 0, 0, kCounts[0], 30.0);
+    s = psdp_step_wait_params(step_, 0, 0, buffer_counts[0], 30.0);
     report_.check(s == PSDP_SUCCESS, at + "wait_params: " + why(nullptr, s));
     if (s == PSDP_SUCCESS) checkParameters(0, at + "after wait_params: ");
     s = psdp_step_end(step_);
     report_.check(s == PSDP_SUCCESS, at + "end: " + why(nullptr, s));
-    for (size_t b = 0; b < kCounts.size(); ++b) checkParameters(b, at);
+    for (size_t b = 0; b < buffer_counts.size(); ++b) checkParameters(b, at);
     checkTimeline(at);
     if (o_.online) checkOnlineTuning(step, at);
   }
@@ -511,7 +519,7 @@ class Framework {
 
   void checkParameters(size_t b, const std::string& at) {
     size_t bad = 0, first = 0;
-    for (size_t i = 0; i < kCounts[b]; ++i) {
+    for (size_t i = 0; i < buffer_counts[b]; ++i) {
       if (std::memcmp(&model_.params[b][i], &reference_.params[b][i], sizeof(float)) != 0 && bad++ == 0) first = i;
     }
     report_.check(bad == 0, at + "buffer " + std::to_string(b) + ": " + std::to_string(bad) +
@@ -519,29 +527,36 @@ class Framework {
   }
 
   // Every rank must report the same phase and settings after every step (they decide alike from the same
-  // agreed times); the settings must be among the tuner's; once the choice is made it stays; and within 24
-  // steps (the start, then at most 11 settings of 2 steps each, then the choice) it is made.
+  // agreed times); the settings must be among the tuner's; once the choice is made it stays; and within 36
+  // steps (the start, then at most 17 settings of 2 steps each, then the choice) it is made.
   void checkOnlineTuning(int step, const std::string& at) {
     psdp_engine_tuning_t tuning{};
     psdp_status_t s = psdp_state_engine_tuning(state_, &tuning);
     report_.check(s == PSDP_SUCCESS, at + "engine_tuning: " + why(nullptr, s));
-    const uint64_t mine[3] = {static_cast<uint64_t>(tuning.phase), tuning.window, tuning.chunks_per_transfer};
-    std::vector<uint64_t> all(3 * static_cast<size_t>(nranks_));
-    s = psdp_all_gather(mine, all.data(), 3, PSDP_UINT64, comm_, nullptr, nullptr);
+    constexpr size_t kSettings = 4;
+    const uint64_t mine[kSettings] = {static_cast<uint64_t>(tuning.phase), tuning.window, tuning.chunks_per_transfer,
+                                      tuning.fragment_bytes};
+    auto text = [](const uint64_t* v) {
+      return "phase " + std::to_string(v[0]) + ", window " + std::to_string(v[1]) + " x" + std::to_string(v[2]) +
+             ", fragment " + std::to_string(v[3]);
+    };
+    std::vector<uint64_t> all(kSettings * static_cast<size_t>(nranks_));
+    s = psdp_all_gather(mine, all.data(), kSettings, PSDP_UINT64, comm_, nullptr, nullptr);
     report_.check(s == PSDP_SUCCESS, at + "all_gather: " + why(comm_, s));
     for (int r = 0; r < nranks_ && s == PSDP_SUCCESS; ++r) {
-      report_.check(std::equal(mine, mine + 3, &all[3 * static_cast<size_t>(r)]),
-                    at + "online tuning: rank " + std::to_string(r) + " has phase " + std::to_string(all[3 * r]) +
-                        ", window " + std::to_string(all[3 * r + 1]) + " x" + std::to_string(all[3 * r + 2]) +
-                        "; this rank " + std::to_string(mine[0]) + ", " + std::to_string(mine[1]) + " x" +
-                        std::to_string(mine[2]));
+      const uint64_t* theirs = &all[kSettings * static_cast<size_t>(r)];
+      report_.check(
+          std::equal(mine, mine + kSettings, theirs),
+          at + "online tuning: rank " + std::to_string(r) + " has " + text(theirs) + "; this rank " + text(mine));
     }
     const bool known_window = tuning.window == 1 || tuning.window == 2 || tuning.window == 4 || tuning.window == 8;
     const bool known_grouping = tuning.chunks_per_transfer >= 1 && tuning.chunks_per_transfer <= 16 &&
                                 (tuning.chunks_per_transfer & (tuning.chunks_per_transfer - 1)) == 0;
-    report_.check(known_window && known_grouping && tuning.phase != PSDP_ENGINE_TUNING_OFF,
-                  at + "online tuning: phase " + std::to_string(tuning.phase) + ", window " +
-                      std::to_string(tuning.window) + " x" + std::to_string(tuning.chunks_per_transfer));
+    const size_t f = tuning.fragment_bytes;
+    const bool known_fragment = f == 0 || (f >= (size_t{128} << 10) && f <= (size_t{4} << 20) && (f & (f - 1)) == 0);
+    report_.check(known_window && known_grouping && known_fragment && tuning.phase != PSDP_ENGINE_TUNING_OFF,
+                  at + "online tuning: " + text(mine));
+    tried_fragment_ |= f != 0;
     const char* deterministic = std::getenv("PSDP_DETERMINISTIC");
     if (deterministic != nullptr && std::string(deterministic) == "1") {
       report_.check(tuning.chunks_per_transfer == 1, at +
@@ -550,7 +565,8 @@ class Framework {
     }
     if (frozen_) {
       report_.check(tuning.phase == PSDP_ENGINE_TUNING_FROZEN && tuning.window == frozen_at_.window &&
-                        tuning.chunks_per_transfer == frozen_at_.chunks_per_transfer,
+                        tuning.chunks_per_transfer == frozen_at_.chunks_per_transfer &&
+                        tuning.fragment_bytes == frozen_at_.fragment_bytes,
                     at + "online tuning changed after its choice");
     }
     if (tuning.phase == PSDP_ENGINE_TUNING_FROZEN && !frozen_) {
@@ -560,7 +576,12 @@ class Framework {
                     at + "online tuning: the choice's time " + std::to_string(tuning.step_s) +
                         " s beyond the start's " + std::to_string(tuning.start_step_s));
     }
-    report_.check(frozen_ || step < 23, at + "online tuning has not made its choice after 24 steps");
+    report_.check(frozen_ || step < 35, at + "online tuning has not made its choice after 36 steps");
+    // Private buffers make the reductions fall back to the ring, whose fragments the tuner then tries, all
+    // before it freezes.
+    if (o_.expect_fragments && frozen_) {
+      report_.check(tried_fragment_, at + "online tuning froze without trying a fragment");
+    }
   }
 
   int stepIndex() const { return current_step_; }
@@ -586,7 +607,8 @@ class Framework {
   std::vector<size_t> state_offset_;
   std::vector<size_t> held_;
   size_t updated_ = 0;
-  bool frozen_ = false;  // online tuning has made its choice, frozen_at_
+  bool frozen_ = false;          // online tuning has made its choice, frozen_at_
+  bool tried_fragment_ = false;  // some step ran a fragment other than the collectives' own
   psdp_engine_tuning_t frozen_at_{};
 };
 

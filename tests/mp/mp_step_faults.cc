@@ -104,6 +104,14 @@ void misuse(psdp_comm_h comm, int rank, int nranks, psdp::mp::Report& report) {
   bad.online_tuning = 2;
   expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "online_tuning 2",
               "online tuning neither on nor off");
+  bad = PSDP_STEP_CONFIG_INITIALIZER;
+  bad.fragment_bytes = 32;
+  expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT, "fragment_bytes 32",
+              "a fragment below the smallest");
+  bad.fragment_bytes = size_t{1} << 30;
+  expectError(report, psdp_step_begin(state.handle, &bad, &step), PSDP_ERR_INVALID_ARGUMENT,
+              "fragment_bytes 1073741824: the state's collectives stage fragments of 64 to",
+              "a fragment beyond the staging");
   psdp_engine_tuning_t tuning;
   report.check(
       psdp_state_engine_tuning(state.handle, &tuning) == PSDP_SUCCESS && tuning.phase == PSDP_ENGINE_TUNING_OFF,

@@ -33,6 +33,8 @@ expect_usage_error "add --model FILE" --scale 0.5
 expect_usage_error "nothing to sweep without --model" --ops none
 expect_usage_error "--chunk-bytes: '4Q' is not a size" --model default --chunk-bytes 1M,4Q
 expect_usage_error "--scale: expected a number in (0, 1]" --model default --scale 2
+expect_usage_error "--against REF: with --verify FILE" --against /dev/null
+expect_usage_error "--against compares collective rules: no --model" --verify a --against b --model default
 
 out=$("$run" -n 2 --timeout 180 -- "$tune" --quick -b 64K -e 4M -r 2 --point-seconds 0.005 -o "$dir/tuning" \
   --json "$dir/sweep.json" 2>&1)
@@ -66,6 +68,19 @@ else
   echo "SKIPPED heatmap: Debian's python3 with python3-matplotlib is not installed (scripts/setup.sh installs it)"
 fi
 
+# The acceptance run: the quick sweep's file against a reference file and the built-in rules, all three in
+# fresh interleaved runs. The reference here is the same file, so the verdict is left to the noise of two
+# repetitions; the table, the verdict line and an exit of 0 or 4 are what must come out.
+out=$("$run" -n 2 --timeout 180 -- "$tune" --verify "$dir/tuning" --against "$dir/tuning" -b 1M -e 16M -f 4 -r 2 \
+  --point-seconds 0.005 2>&1)
+status=$?
+echo "$out"
+[[ $status -eq 0 || $status -eq 4 ]] || fail "psdp-tune --verify --against exited $status"
+grep -F "[0] # all-reduce, 2 ranks: median busbw (GB/s); time ratios, ! beyond the bound" <<<"$out" > /dev/null ||
+  fail "psdp-tune --verify --against: no acceptance table"
+grep -E "^\[0\] # .*tuning against .*tuning: at worst [0-9.]+x its time from 16M up \(16777216 bytes of [a-z-]+\)" \
+  <<<"$out" > /dev/null || fail "psdp-tune --verify --against: no verdict"
+
 engine_args=(--ops none --model "$model" --scale 0.02 --chunk-bytes 256K,1M -r 1)
 out=$("$run" -n 2 --timeout 180 -- "$tune" --quick "${engine_args[@]}" -o "$dir/engine" --json "$dir/engine.json" 2>&1)
 status=$?
@@ -88,7 +103,7 @@ out=$(PSDP_TUNING_FILE=$dir/engine-rule PSDP_LOG_LEVEL=info "$run" -n 2 --timeou
   --scale 0.02 --chunk-bytes 256K --window 0 --grouping 0 --iters 1 --warmup 0 --mode pipelined 2>&1)
 status=$?
 [[ $status -eq 0 ]] || fail "psdp-perf step with the engine rule: exit $status: $out"
-grep -F "line 3: steps of this state take window 3 and grouping 2" <<<"$out" > /dev/null ||
+grep -F "line 3: steps of this state take window 3, grouping 2 and fragment 0" <<<"$out" > /dev/null ||
   fail "psdp-perf step: the engine rule does not apply: $out"
 out=$("$run" -n 2 --timeout 180 -- "$tune" --verify "$dir/engine-rule" "${engine_args[@]}" 2>&1)
 status=$?
@@ -105,9 +120,10 @@ out=$("$run" -n 2 --timeout 180 -- "$perf" step --model "$model" --scale 0.02 --
   --online-out "$dir/online" --iters 1 --mode pipelined 2>&1)
 status=$?
 [[ $status -eq 0 ]] || fail "psdp-perf step --online exited $status: $out"
-grep -E "^\[0\] # online tuning kept window [1248] x[0-9]+ after [0-9]+ steps" <<<"$out" > /dev/null ||
-  fail "psdp-perf step --online: no choice kept: $out"
-grep -E "^engine ranks=2 chunk-bytes=256K-512K window=[1248] grouping=[0-9]+$" "$dir/online" > /dev/null ||
+grep -E "^\[0\] # online tuning kept window [1248] x[0-9]+ fragment (own|[0-9]+K|[0-9]+M) after [0-9]+ steps" \
+  <<<"$out" > /dev/null || fail "psdp-perf step --online: no choice kept: $out"
+grep -E "^engine ranks=2 chunk-bytes=256K-512K window=[1248] grouping=[0-9]+( fragment=[0-9]+[KM])?$" \
+  "$dir/online" > /dev/null ||
   fail "psdp-perf step --online-out: $(cat "$dir/online")"
 table=$(PSDP_TUNING_FILE=$dir/online "$info" --algorithms --signature "$signature") || fail "psdp-info: exit $?"
 grep -E "# engine ranks=2 chunk-bytes=256K-512K window=" <<<"$table" > /dev/null ||

@@ -116,6 +116,34 @@ TEST(TuneSweepTest, VerifyFindsTheWorstSlowdownOfTheTunedRules) {
   EXPECT_EQ(verifyCandidates("/t")[1].tuning_file, "/t");
 }
 
+TEST(TuneSweepTest, AgainstAReferenceTheBandsHaveTheirOwnBoundsAndTheBuiltInStaysAFloor) {
+  const std::vector<TuneCandidate> candidates = verifyCandidates("/tuned", "/full");
+  ASSERT_EQ(candidates.size(), 3u);
+  EXPECT_EQ(candidates[2].tuning_file, "/full");
+  EXPECT_EQ(verifyCandidates("/tuned").size(), 2u);
+  // Candidates: built-in, tuned, reference. 4M: tuned 1.12x the reference (within 15%); 16M: 1.04x (within
+  // 5%); 64M on the all-gather: 1.06x, beyond 5%.
+  OpSweep ar = sweepOf(TuneOp::kAllReduce, {4 << 20, 16 << 20}, {{1.2, 1.1}, {1.12, 1.04}, {1.0, 1.0}});
+  OpSweep ag = sweepOf(TuneOp::kAllGather, {64 << 20}, {{1.1}, {1.06}, {1.0}});
+  AcceptanceVerdict verdict = judgeAgainstReference({ar});
+  EXPECT_TRUE(verdict.passed());
+  EXPECT_DOUBLE_EQ(verdict.worst_small.ratio, 1.12);
+  EXPECT_DOUBLE_EQ(verdict.worst_large.ratio, 1.04);
+  verdict = judgeAgainstReference({ar, ag});
+  EXPECT_FALSE(verdict.passed());
+  EXPECT_DOUBLE_EQ(verdict.worst_large.ratio, 1.06);
+  EXPECT_STREQ(verdict.worst_large.collective, "all-gather");
+  EXPECT_EQ(verdict.worst_large.bytes, size_t{64} << 20);
+  // Level with the reference but 10% slower than the built-in rules: not accepted.
+  OpSweep rs = sweepOf(TuneOp::kReduceScatter, {1 << 20}, {{1.0}, {1.1}, {1.1}});
+  verdict = judgeAgainstReference({rs});
+  EXPECT_FALSE(verdict.passed());
+  EXPECT_DOUBLE_EQ(verdict.worst_builtin.ratio, 1.1);
+  const std::string table = acceptanceTable(2, {ar, ag});
+  EXPECT_NE(table.find("1.060!"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.120 "), std::string::npos) << table;
+}
+
 TEST(TuneSweepTest, JsonHoldsEveryRepetition) {
   const std::vector<TuneCandidate> candidates = {{"built-in", "", "", ""}, {"rhd", "*:0-=rhd", "algorithm=rhd", ""}};
   OpSweep rs = sweepOf(TuneOp::kReduceScatter, {1 << 20}, {{0.25}, {0.5}});

@@ -6,8 +6,8 @@
 #     are right (psdp-perf counts wrong elements and exits nonzero on any);
 #   - the same file is ignored on three ranks, with a line saying why (ranks per host differ);
 #   - a rank without the file fails init on every rank, the mismatch naming PSDP_TUNING_FILE and the ranks;
-#   - the teams a registered state splits apply it too, and its engine rule gives the step's window and
-#     grouping where the step's config leaves them unset (mp_step checks every value it reduces).
+#   - the teams a registered state splits apply it too, and its engine rule gives the step's window,
+#     grouping and fragment where the step's config leaves them unset (mp_step checks every value it reduces).
 #   tuning_applied_test.sh PSDP_RUN PSDP_PERF MP_STEP
 set -uo pipefail
 # Greps at the end of a pipe read all their input (no -q): with pipefail, a grep -q that stops early would
@@ -29,7 +29,7 @@ all-reduce bytes=* algorithm=ring fragment=1M
 signature provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2
 all-reduce ranks=2 bytes=1M-4M algorithm=ring fragment=128K depth=8
 reduce-scatter ranks=2 bytes=1M-4M algorithm=rhd
-engine ranks=2 chunk-bytes=* window=3 grouping=2
+engine ranks=2 chunk-bytes=* window=3 grouping=2 fragment=256K
 TUNING
 rule="rule all-reduce:1M-4M=ring,ranks=2-2,fragment=128K,depth=8 (tuning file line 5)"
 section="the section of line 4 applies to this communicator (provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2)"
@@ -75,8 +75,17 @@ done
 out=$(PSDP_TUNING_FILE=$tuning PSDP_LOG_LEVEL=info "$run" -n 2 --timeout 60 -- "$step" --window 0 --steps 2 2>&1)
 status=$?
 [[ $status -eq 0 ]] || fail "mp_step with the tuned engine rule: exit $status: $out"
-grep -qF "tuning file $tuning (PSDP_TUNING_FILE) line 7: steps of this state take window 3 and grouping 2" \
-  <<<"$out" || fail "no line says the engine rule applies: $(grep -F tuning <<<"$out" | head -4)"
+grep -qF "tuning file $tuning (PSDP_TUNING_FILE) line 7: steps of this state take window 3, grouping 2 and \
+fragment 262144" <<<"$out" || fail "no line says the engine rule applies: $(grep -F tuning <<<"$out" | head -4)"
+# The rule's fragment serves the step's ring transfers (deterministic mode runs every collective as the ring;
+# without the rule their fragments would be PSDP_FRAGMENT_BYTES's 1M, 262144 elements).
+out=$(PSDP_TUNING_FILE=$tuning PSDP_DETERMINISTIC=1 PSDP_LOG_LEVEL=debug "$run" -n 2 --timeout 60 -- \
+  "$step" --window 0 --steps 2 --scale 65 --chunk-bytes 1048576 2>&1)
+status=$?
+[[ $status -eq 0 ]] || fail "mp_step with the engine rule's fragment: exit $status: $(tail -5 <<<"$out")"
+grep -F "reduce-scatter #" <<<"$out" | grep -F "count 262144" | grep -F "fragments of 65536 elements" > /dev/null ||
+  fail "the engine rule's 256K fragment does not serve the step's reduce-scatters: \
+$(grep -F 'reduce-scatter #' <<<"$out" | tail -2)"
 
 if ((failures > 0)); then
   echo "$failures check(s) failed"

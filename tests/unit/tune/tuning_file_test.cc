@@ -18,7 +18,7 @@ all-reduce ranks=2-8 bytes=8M-inf algorithm=direct cma=1 stream=1 fallback=ring
 reduce-scatter bytes=8M- algorithm=ring fragment=512K depth=8
 * algorithm=ring
 engine ranks=* chunk-bytes=0-64M window=4 grouping=2
-engine window=2
+engine window=2 fragment=256K
 signature provider=ucx lanes=tcp hosts=* ranks-per-host=*
 all-gather ranks=2-inf algorithm=ring fragment=1M
 )";
@@ -54,6 +54,8 @@ TEST(TuningFileTest, ReadsSectionsAndRulesInOrder) {
   EXPECT_EQ(shm.engine[0].max_chunk_bytes, 64u << 20);
   EXPECT_EQ(shm.engine[0].window, 4);
   EXPECT_EQ(shm.engine[0].grouping, 2);
+  EXPECT_EQ(shm.engine[0].fragment_bytes, 0u);
+  EXPECT_EQ(shm.engine[1].fragment_bytes, 256u << 10);
 }
 
 TEST(TuningFileTest, TheFirstMatchingRuleDecides) {
@@ -150,10 +152,11 @@ TEST(TuningFileTest, MalformedFilesNameTheLineAndColumn) {
       {"all-reduce algorithm=ring fallback=direct\n", "3:36: fallback: 'direct' is not one of ring, rhd"},
       {"all-reduce algorithm==ring\n", "3:12: 'algorithm==ring' is not a key=value field"},
       {"all-reduce ring\n", "3:12: 'ring' is not a key=value field"},
-      {"engine ranks=2\n", "3:15: the rule sets neither window= nor grouping="},
+      {"engine ranks=2\n", "3:15: the rule sets none of window=, grouping= and fragment="},
       {"engine window=4 depth=2\n",
        "3:17: 'depth' is not a field of an engine rule (ranks, chunk-bytes, window, "
-       "grouping)"},
+       "grouping, fragment)"},
+      {"engine fragment=0\n", "3:17: fragment: must be at least 1 byte"},
   };
   for (const BadFile& c : cases) {
     const bool rule_line = std::string_view(c.error).rfind("3:", 0) == 0;
