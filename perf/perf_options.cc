@@ -168,6 +168,10 @@ bool parseOption(int opt, const char* arg, Options* o, std::string* error) {
       if (!arg || !*arg) return bad("-J: expected a file name");
       o->json_path = arg;
       return true;
+    case kWaitEachOption:
+      if (!parseInt(arg, 0, 1, &value)) return bad("--wait_each: expected 0 or 1");
+      o->wait_each = value != 0;
+      return true;
     case kMinBusbwOption: {
       char* end = nullptr;
       errno = 0;
@@ -267,7 +271,9 @@ const char* usage() {
          "  -n, --iters N         timed iterations per size (default 20)\n"
          "  -w, --warmup_iters N  untimed iterations first (default 5)\n"
          "  -m, --agg_iters N     operations in flight per iteration (default 1): N nonblocking calls on\n"
-         "                        disjoint buffers, posted back to back, then waited for; time is per call\n"
+         "                        disjoint buffers, posted back to back, then waited for with one\n"
+         "                        psdp_request_wait_all; time is per call\n"
+         "  --wait_each 0|1       1: wait for -m's requests with one psdp_request_wait each (default 0)\n"
          "  -c, --check 0|1       verify results exactly (default 1)\n"
          "  -d, --datatype T      int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double, or all\n"
          "                        (default float)\n"
@@ -307,6 +313,7 @@ bool parseOptions(int argc, char** argv, Options* o, std::string* error) {
                                  {"nthreads", required_argument, nullptr, 't'},
                                  {"output_file", required_argument, nullptr, 'J'},
                                  {"min_busbw", required_argument, nullptr, kMinBusbwOption},
+                                 {"wait_each", required_argument, nullptr, kWaitEachOption},
                                  {"help", no_argument, nullptr, 'h'},
                                  {nullptr, 0, nullptr, 0}};
   int first = 1;
@@ -357,7 +364,8 @@ void Report::header() {
   std::fprintf(
       out_, "# psdp-perf %s: %d ranks, %d iterations, %d warmup, %d in flight, check %s, %s calls, %s (THP mode %s)\n",
       collectiveName(o_.collective), nranks_, o_.iters, o_.warmup, o_.agg, o_.check ? "on" : "off",
-      o_.blocking && o_.agg == 1 ? "blocking" : "nonblocking",
+      o_.agg > 1 ? (o_.wait_each ? "nonblocking (waited each)" : "nonblocking (waited all at once)")
+                 : (o_.blocking ? "blocking" : "nonblocking"),
       o_.shared_buffers ? "psdp_mem_alloc buffers" : (o_.huge_pages ? "huge pages (-H 1)" : "small pages"),
       transparentHugePageMode().c_str());
   std::fprintf(out_, "#\n");

@@ -29,6 +29,7 @@ enum class Reduction { kSum, kProd, kMin, kMax, kAvg, kPremulSum };
 
 // getopt's code of --min_busbw, which has no short form (nccl-tests uses most letters).
 inline constexpr int kMinBusbwOption = 0x100;
+inline constexpr int kWaitEachOption = 0x101;
 
 struct Options {
   Collective collective = Collective::kAllReduce;
@@ -39,6 +40,7 @@ struct Options {
   int iters = 20;               // -n
   int warmup = 5;               // -w
   int agg = 1;                  // -m: operations posted together (nonblocking, on disjoint buffers) per iteration
+  bool wait_each = false;       // --wait_each 1: -m's requests waited one psdp_request_wait each, not all at once
   bool check = true;            // -c
   int root = 0;                 // -r: root of broadcast, reduce, gather and scatter
   bool blocking = true;         // -z 0: post each call with a request and wait on it

@@ -187,7 +187,16 @@ psdp_status_t runIteration(const Options& o, const Call& c, const Geometry& g, c
     st = post(c, g.count, p.send + at, p.recv + at, &requests[static_cast<size_t>(posted * per_call)]);
     if (st != PSDP_SUCCESS) break;
   }
-  psdp_status_t waited = waitAll(requests.data(), posted * per_call);
+  psdp_status_t waited = PSDP_SUCCESS;
+  if (o.wait_each) {
+    waited = waitAll(requests.data(), posted * per_call);
+  } else {
+    waited = psdp_request_wait_all(requests.data(), static_cast<size_t>(posted * per_call));
+    for (int k = 0; k < posted * per_call; ++k) {
+      const psdp_status_t freed = psdp_request_free(requests[static_cast<size_t>(k)]);
+      if (waited == PSDP_SUCCESS) waited = freed;
+    }
+  }
   return st != PSDP_SUCCESS ? st : waited;
 }
 

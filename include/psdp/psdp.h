@@ -519,6 +519,16 @@ PSDP_API psdp_status_t psdp_request_wait(psdp_request_h request);
  * still applies). */
 PSDP_API psdp_status_t psdp_request_wait_timeout(psdp_request_h request, double timeout_s);
 
+/* Waits for all `count` requests (of any communicators), each until complete or its communicator's timeout
+ * fails it, as one wait: with psdp's progress thread (PSDP_PROGRESS=thread) a psdp_request_wait per request
+ * hands the driving of progress back to that thread at each return, and takes it again at the next call (two
+ * thread switches per request); this keeps it in the calling thread until the last request completes.
+ * Returns PSDP_SUCCESS when all succeeded, else the status of the first (by index) that failed; each one's
+ * own status is then psdp_request_test's. The requests stay the caller's to free. Errors, before any wait:
+ * invalid argument (requests NULL with count > 0, an element NULL, naming its index), invalid usage (a freed
+ * request, naming its index). */
+PSDP_API psdp_status_t psdp_request_wait_all(psdp_request_h* requests, size_t count);
+
 /* Releases a completed request. Freeing a pending request, or freeing twice, is invalid usage. */
 PSDP_API psdp_status_t psdp_request_free(psdp_request_h request);
 

@@ -1,4 +1,8 @@
 // The C boundary for requests of nonblocking collectives: handle checks, then the communicator's task queue.
+#include <fmt/format.h>
+
+#include <vector>
+
 #include "api/guard.h"
 #include "api/handle.h"
 
@@ -6,6 +10,7 @@ using psdp::Deadline;
 using psdp::Status;
 using psdp::api::checkHandle;
 using psdp::api::checkRequest;
+using psdp::api::finish;
 using psdp::api::guarded;
 using psdp::api::requestComm;
 
@@ -57,6 +62,30 @@ PSDP_API psdp_status_t psdp_request_wait_timeout(psdp_request_h request, double 
     // NaN fails this test too.
     if (!(timeout_s >= 0)) return Status::invalidArgument("timeout_s is {}, must be at least 0", timeout_s);
     return waitRequest(request, Deadline::after(timeout_s));
+  });
+}
+
+PSDP_API psdp_status_t psdp_request_wait_all(psdp_request_h* requests, size_t count) {
+  return guarded(nullptr, [&]() -> Status {
+    if (requests == nullptr && count > 0) return Status::invalidArgument("requests is NULL with count {}", count);
+    std::vector<psdp::core::Communicator*> comms;
+    std::vector<psdp::core::Request*> pending;
+    for (size_t i = 0; i < count; ++i) {
+      PSDP_RETURN_IF_ERROR(checkRequest(requests[i], fmt::format("requests[{}]", i).c_str()));
+      // A pending request's communicator is live: destroying a communicator completes all of its requests.
+      if (requests[i]->impl->isDone()) continue;
+      comms.push_back(requests[i]->comm->impl.get());
+      pending.push_back(requests[i]->impl.get());
+    }
+    psdp::core::Communicator::waitAll(comms, pending, Deadline::never());
+    for (size_t i = 0; i < count; ++i) {
+      const Status status = requests[i]->impl->status();
+      if (status.isOk()) continue;
+      // The failing request's communicator's last error too, as psdp_request_wait records it.
+      (void)finish(requestComm(requests[i]), status);
+      return status;
+    }
+    return Status::ok();
   });
 }
 

@@ -143,6 +143,28 @@ ProgressDriver::WaiterScope::~WaiterScope() {
   }
 }
 
+WaitResult ProgressDriver::waitAll(std::span<Request* const> requests, const Deadline& until) {
+  size_t pending = 0;  // requests before it are done
+  auto donePrefix = [&] {
+    while (pending < requests.size() && requests[pending]->isDone()) ++pending;
+    return pending == requests.size();
+  };
+  if (donePrefix()) return WaitResult::kDone;
+  WaiterScope waiter(*this);
+  while (!donePrefix()) {
+    if (until.expired()) return WaitResult::kTimedOut;
+    std::unique_lock drive(drive_mutex_, std::try_to_lock);
+    if (drive.owns_lock()) {
+      // Another driver may have completed them before this one took the drive.
+      if (!donePrefix()) driveOnce(&until);
+    } else {
+      // The background thread, now asked to step aside, or another waiter drives.
+      awaitDrive(*requests[pending], until);
+    }
+  }
+  return WaitResult::kDone;
+}
+
 void ProgressDriver::awaitDrive(const Request& request, const Deadline& until) {
   std::unique_lock lock(mutex_);
   const uint64_t handovers = handovers_;

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -45,6 +46,12 @@ class ProgressDriver {
   ProgressDriver& operator=(const ProgressDriver&) = delete;
 
   bool background() const { return background_; }
+
+  // Returns once every one of `requests` is done (kDone) or `until` has passed (kTimedOut), driving every
+  // queue of this driver whenever its thread is not (see above) and keeping the drive from one request to
+  // the next: a wait per request would hand it back to the thread at each return. The tasks' own deadlines
+  // fail their queues independently of `until`. REQUIRES: each request is of a queue attached here.
+  WaitResult waitAll(std::span<Request* const> requests, const Deadline& until);
 
  private:
   friend class TaskQueue;

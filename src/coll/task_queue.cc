@@ -111,19 +111,8 @@ bool TaskQueue::test(Request& request) {
 // not return even once its request were done, while the operations it has yet to post are what the peers
 // are waiting for (found with two threads per process in caller mode, each on a team of its own).
 WaitResult TaskQueue::wait(Request& request, const Deadline& until) {
-  if (request.isDone()) return WaitResult::kDone;
-  ProgressDriver::WaiterScope waiter(driver_);
-  while (!request.isDone()) {
-    if (until.expired()) return WaitResult::kTimedOut;
-    std::unique_lock drive(driver_.drive_mutex_, std::try_to_lock);
-    if (drive.owns_lock()) {
-      if (!request.isDone()) driver_.driveOnce(&until);
-    } else {
-      // The background thread, now asked to step aside, or another waiter drives.
-      driver_.awaitDrive(request, until);
-    }
-  }
-  return WaitResult::kDone;
+  Request* const one[] = {&request};
+  return driver_.waitAll(one, until);
 }
 
 Status TaskQueue::failure() const {

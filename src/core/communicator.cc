@@ -312,6 +312,42 @@ bool Communicator::wait(Request& request, const Deadline& until) {
   return queue_ ? queue_->wait(request, until) == WaitResult::kDone : request.isDone();
 }
 
+bool Communicator::waitAll(std::span<Communicator* const> comms, std::span<Request* const> requests,
+                           const Deadline& until) {
+  // Held shared for the whole wait, as wait() holds its own: a communicator finalized meanwhile keeps its
+  // queue until the wait is over.
+  std::vector<std::shared_lock<std::shared_mutex>> lifetimes;
+  std::vector<Communicator*> held;
+  for (Communicator* comm : comms) {
+    if (std::find(held.begin(), held.end(), comm) != held.end()) continue;
+    held.push_back(comm);
+    lifetimes.emplace_back(comm->queue_lifetime_);
+  }
+  // The requests by context, in order of first appearance. A communicator without a queue has completed
+  // every request it had (finalize or destroy).
+  std::vector<std::pair<coll::ProgressDriver*, std::vector<Request*>>> groups;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (!comms[i]->queue_) continue;
+    coll::ProgressDriver* driver = &comms[i]->context_->driver();
+    auto group = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == driver; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {driver, {}});
+    group->second.push_back(requests[i]);
+  }
+  if (groups.size() == 1) return groups[0].first->waitAll(groups[0].second, until) == WaitResult::kDone;
+  // Several contexts: each driven in turn for a slice, so that none waits on another (under caller
+  // progress nobody else drives them, and a peer may wait on them in another order).
+  constexpr double kSliceSeconds = 1e-3;
+  while (true) {
+    bool all_done = true;
+    for (auto& [driver, group] : groups) {
+      const Deadline slice = Deadline::after(kSliceSeconds);
+      all_done &= driver->waitAll(group, slice.timePoint() < until.timePoint() ? slice : until) == WaitResult::kDone;
+    }
+    if (all_done) return true;
+    if (until.expired()) return false;
+  }
+}
+
 Status Communicator::finalize() {
   PSDP_RETURN_IF_ERROR(checkUsable("finalize"));
   // The barrier makes sure no peer still expects data from us before our endpoints close; queued behind

@@ -94,6 +94,10 @@ class Communicator {
   // each operation independently of `until`.
   bool test(Request& request);
   bool wait(Request& request, const Deadline& until);
+  // psdp_request_wait_all: waits for requests[i] of comms[i] (the same length), those of communicators
+  // sharing a context as one wait (ProgressDriver::waitAll), the contexts in order of first appearance.
+  // False when `until` passed first. Thread-safe as wait().
+  static bool waitAll(std::span<Communicator* const> comms, std::span<Request* const> requests, const Deadline& until);
 
   // Collective over this communicator: ranks with the same color (>= 0) form a new communicator ordered by
   // (key, rank here); color PSDP_SPLIT_NOCOLOR yields nullptr. The new one is a team on this one's context

@@ -146,6 +146,14 @@ static void test_one_rank_requests(psdp_comm_h comm) {
 
   CHECK(psdp_all_reduce(data, out, 5, PSDP_FLOAT32, PSDP_SUM, comm, NULL, &req) == PSDP_SUCCESS && req != NULL);
   CHECK(psdp_barrier(comm, &barrier_req) == PSDP_SUCCESS && barrier_req != NULL);
+  CHECK_ERROR(psdp_request_wait_all(NULL, 2), PSDP_ERR_INVALID_ARGUMENT, NULL, "requests is NULL with count 2");
+  CHECK(psdp_request_wait_all(NULL, 0) == PSDP_SUCCESS);
+  {
+    psdp_request_h pair[2] = {barrier_req, NULL};
+    CHECK_ERROR(psdp_request_wait_all(pair, 2), PSDP_ERR_INVALID_ARGUMENT, NULL, "requests[1] is NULL");
+    pair[1] = req;
+    CHECK(psdp_request_wait_all(pair, 2) == PSDP_SUCCESS);
+  }
   CHECK(psdp_request_wait(barrier_req) == PSDP_SUCCESS);
   CHECK(psdp_request_wait_timeout(req, 10.0) == PSDP_SUCCESS);
   CHECK(out[0] == 1 && out[4] == 5);

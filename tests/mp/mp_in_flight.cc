@@ -2,10 +2,13 @@
 // 1.2 MB, so that small ones take halving/doubling, large ones the ring or the direct path, and several
 // contend for staging), half of them on psdp_mem_alloc buffers, posted back to back and then waited for in an
 // order of each rank's own. Every element is checked exactly (integer sums). Run under psdp-run.
+// With --wait-all the ops go round-robin to the world, a split sharing its context and a split with its own,
+// and all 64 requests, shuffled per rank, are waited for with one psdp_request_wait_all.
 #include <psdp/psdp.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
@@ -125,12 +128,31 @@ std::string check(const Op& op, int index, int rank, int nranks) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool wait_all = argc > 1 && std::string(argv[1]) == "--wait-all";
+  if (argc > 2 || (argc == 2 && !wait_all)) {
+    std::fprintf(stderr, "usage: mp_in_flight [--wait-all]\n");
+    return 2;
+  }
   psdp::mp::Report report;
   int rank = 0, nranks = 1;
   psdp_comm_h comm = psdp::mp::initFromEnv(report, &rank, &nranks);
   if (comm == nullptr) return 1;
   psdp_status_t s = PSDP_SUCCESS;
+  // The communicators the ops go to: the world alone, or with --wait-all also two splits of it.
+  std::vector<psdp_comm_h> comms = {comm};
+  if (wait_all) {
+    psdp_config_t own = PSDP_CONFIG_INITIALIZER;
+    own.split_share = 0;
+    const psdp_config_t* configs[] = {nullptr, &own};  // the parent's context, then one of its own
+    for (const psdp_config_t* config : configs) {
+      psdp_comm_h team = nullptr;
+      s = psdp_comm_split(comm, 0, rank, config, &team);
+      report.check(s == PSDP_SUCCESS && team != nullptr, "split: " + why(comm, s));
+      if (team == nullptr) return report.finish();
+      comms.push_back(team);
+    }
+  }
   // Large vectors shrink with the rank count: 8 ranks share 2 cores on the test machines.
   const size_t shrink = static_cast<size_t>(std::max(1, nranks / 2));
 
@@ -138,17 +160,28 @@ int main() {
   for (int k = 0; k < kOps; ++k) {
     ops[k].kind = kKinds[k % std::size(kKinds)];
     ops[k].count = kCounts[(k * 5) % std::size(kCounts)] / (kCounts[(k * 5) % std::size(kCounts)] > 4096 ? shrink : 1);
-    s = post(ops[k], k, rank, nranks, comm);
-    report.check(s == PSDP_SUCCESS, "posting " + name(ops[k], k) + ": " + why(comm, s));
+    psdp_comm_h on = comms[static_cast<size_t>(k) % comms.size()];
+    s = post(ops[k], k, rank, nranks, on);
+    report.check(s == PSDP_SUCCESS, "posting " + name(ops[k], k) + ": " + why(on, s));
   }
   // Each rank waits in its own order: completion may not depend on it.
   std::vector<int> order(kOps);
   for (int k = 0; k < kOps; ++k) order[k] = k;
   std::shuffle(order.begin(), order.end(), std::mt19937(static_cast<unsigned>(rank) * 7919u + 1));
+  if (wait_all) {
+    std::vector<psdp_request_h> all;
+    for (int k : order) {
+      if (ops[k].request != nullptr) all.push_back(ops[k].request);
+    }
+    s = psdp_request_wait_all(all.data(), all.size());
+    report.check(s == PSDP_SUCCESS, "psdp_request_wait_all: " + why(nullptr, s));
+  }
   for (int k : order) {
     if (ops[k].request == nullptr) continue;
-    s = psdp_request_wait(ops[k].request);
-    report.check(s == PSDP_SUCCESS, name(ops[k], k) + ": " + why(comm, s));
+    psdp_comm_h on = comms[static_cast<size_t>(k) % comms.size()];
+    // After psdp_request_wait_all each request must be complete: test says so without waiting.
+    s = wait_all ? psdp_request_test(ops[k].request) : psdp_request_wait(ops[k].request);
+    report.check(s == PSDP_SUCCESS, name(ops[k], k) + ": " + why(on, s));
     psdp_request_free(ops[k].request);
     if (s == PSDP_SUCCESS) {
       std::string wrong = check(ops[k], k, rank, nranks);
@@ -156,7 +189,9 @@ int main() {
     }
   }
   ops.clear();
-  report.check(psdp_comm_finalize(comm) == PSDP_SUCCESS, "finalize: " + why(comm, PSDP_SUCCESS));
-  psdp_comm_destroy(comm);
+  for (size_t c = comms.size(); c-- > 0;) {
+    report.check(psdp_comm_finalize(comms[c]) == PSDP_SUCCESS, "finalize: " + why(comms[c], PSDP_SUCCESS));
+    psdp_comm_destroy(comms[c]);
+  }
   return report.finish();
 }

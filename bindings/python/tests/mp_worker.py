@@ -157,6 +157,16 @@ def scenario_nonblocking(comm: psdp.Communicator) -> None:
     for p in range(size):
         expect_equal(received[p], np.full(3, 10 * p + rank, np.int64), f"nonblocking recv from {p}")
 
+    # Many at once, waited as one (psdp.wait_all), some of them twice over and one already complete.
+    outs = [np.zeros(n, np.float32) for _ in range(8)]
+    many = [comm.all_reduce(data[rank] * (i + 1), outs[i], blocking=False) for i in range(8)]
+    many[3].wait()
+    psdp.wait_all(many + many[:2])
+    expect(all(r.done for r in many), "wait_all completes every request")
+    for i in range(8):
+        expect_equal(outs[i], sum(data) * (i + 1), f"all_reduce {i} waited by wait_all")
+    psdp.wait_all([])
+
     # A request dropped while in flight (its input a temporary): the communicator keeps it, and its buffers,
     # until it completes, and frees it then.
     comm.all_reduce(np.ones(n, np.float32), np.zeros(n, np.float32), blocking=False)

@@ -436,6 +436,7 @@ std::vector<std::string> checkFreedRequest(psdp_request_h freed) {
       {"test", [&] { return psdp_request_test(freed); }},
       {"wait", [&] { return psdp_request_wait(freed); }},
       {"wait_timeout", [&] { return psdp_request_wait_timeout(freed, 0.0); }},
+      {"wait_all", [&] { return psdp_request_wait_all(&freed, 1); }},
   };
   std::vector<std::string> failures;
   for (const auto& [name, call] : calls) {

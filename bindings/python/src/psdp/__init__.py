@@ -31,7 +31,7 @@ from .errors import (
 )
 from .memory import HostMemory
 from .premul_sum import PremulSumOp
-from .request import Request
+from .request import Request, wait_all
 from .unique_id import UniqueId, get_unique_id
 
 __version__ = "0.2.0"
@@ -59,5 +59,5 @@ __all__ = [
     "InvalidUsageError", "LibraryLoadError", "LibraryVersionError", "LogLevel", "MAX", "MIN", "MismatchError",
     "Op", "PremulSumOp", "PROD", "ProgressMode", "RawBuffer", "RemoteError", "Request", "SPLIT_NOCOLOR",
     "Status", "SUM", "SystemFailureError", "TimeoutExpiredError", "UINT8", "UINT32", "UINT64", "UniqueId",
-    "UnsupportedError", "get_unique_id", "library_name", "library_version",
+    "UnsupportedError", "get_unique_id", "library_name", "library_version", "wait_all",
 ]

@@ -71,6 +71,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "psdp_request_test": (StatusC, [Handle]),
     "psdp_request_wait": (StatusC, [Handle]),
     "psdp_request_wait_timeout": (StatusC, [Handle, ctypes.c_double]),
+    "psdp_request_wait_all": (StatusC, [_handle_p, _size]),
     "psdp_request_free": (StatusC, [Handle]),
     "psdp_op_create_premul_sum": (StatusC, [Handle, _void_p, EnumC, _p(EnumC)]),
     "psdp_op_destroy": (StatusC, [Handle, EnumC]),

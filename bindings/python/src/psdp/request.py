@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ._c_types import Handle
 from ._library import last_error, lib
 from .buffers import ResolvedBuffer
 from .constants import Status
@@ -130,3 +132,36 @@ class Request:
 
     def __repr__(self) -> str:
         return f"<psdp.Request {'complete' if self.done else 'in flight'}>"
+
+
+def wait_all(requests: Iterable[Request]) -> None:
+    """Waits for every request as one wait (psdp_request_wait_all) and raises the psdp.Error of the first, in
+    the given order, that failed; every request is complete and freed on return either way.
+
+    With psdp's progress thread (the default), a wait() per request hands the driving of progress back to
+    that thread at each return and takes it again at the next; this keeps it in the calling thread until the
+    last request completes. The GIL is released while waiting.
+    """
+    operations = list(dict.fromkeys(request._operation for request in requests))  # unique, in order
+    # Locked in one global order, so that two threads waiting on overlapping sets cannot deadlock.
+    locked = sorted(operations, key=id)
+    for operation in locked:
+        operation.lock.acquire()
+    try:
+        pending = [operation for operation in operations if not operation.done]
+        if pending:
+            handles = (Handle * len(pending))(*[operation.handle for operation in pending])
+            waited = lib.psdp_request_wait_all(handles, len(pending))
+            for operation in pending:
+                # Each is complete now (the wait refuses only bad handles, which these are not): the test
+                # returns its own final status.
+                status = lib.psdp_request_test(operation.handle)
+                if status == Status.IN_PROGRESS:
+                    raise InternalError(f"psdp_request_wait_all returned {waited} and left a request in flight")
+                operation.finish(status)
+    finally:
+        for operation in locked:
+            operation.lock.release()
+    for operation in operations:
+        if operation.error is not None:
+            raise operation.error
