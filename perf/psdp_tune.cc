@@ -81,9 +81,10 @@ const char* kUsage =
     "  --verify FILE     no sweep: FILE's rules for this interconnect against the built-in rules, in fresh\n"
     "                    interleaved runs; exits 4 where FILE is over 5% slower at some size, 1 where\n"
     "                    FILE has no section for this interconnect\n"
-    "  --against REF     with --verify: also REF's rules (the file of a separate, exhaustive sweep), all three\n"
-    "                    interleaved; exits 4 unless FILE is within 5% of REF at every size from 16M up,\n"
-    "                    within 15% below, and nowhere over 5% slower than the built-in rules\n"
+    "  --against REF     with --verify: also REF's rules (the file of a separate, exhaustive sweep) and the\n"
+    "                    built-in rules twice (their difference: the noise of the run), all interleaved; exits 4\n"
+    "                    unless FILE is within 5% of REF at every size from 16M up, within 15% below, and\n"
+    "                    nowhere over 5% slower than the built-in rules\n"
     "  -o FILE           the tuning file to write (default: print it)\n"
     "  --json FILE       every measurement, for tune_heatmap.py (perf/, installed in share/psdp/)\n"
     "  --ops LIST        collectives to sweep, of ar, rs, ag (default all three)\n"
@@ -388,10 +389,12 @@ int main(int argc, char** argv) {
       auto where = [](const psdp::perf::Slowdown& s) { return std::to_string(s.bytes) + " bytes of " + s.collective; };
       std::printf(
           "# %s against %s: at worst %.3fx its time from 16M up (%s), %.3fx below (%s); against the built-in "
-          "rules at worst %.3fx (%s): %s\n",
+          "rules at worst %.3fx (%s): %s; the built-in rules against their twin, the noise of this run, at worst "
+          "%.3fx (%s)\n",
           o.verify.c_str(), o.against.c_str(), verdict.worst_large.ratio, where(verdict.worst_large).c_str(),
           verdict.worst_small.ratio, where(verdict.worst_small).c_str(), verdict.worst_builtin.ratio,
-          where(verdict.worst_builtin).c_str(), verdict.passed() ? "passed" : "FAILED");
+          where(verdict.worst_builtin).c_str(), verdict.passed() ? "passed" : "FAILED", verdict.noise.ratio,
+          where(verdict.noise).c_str());
       if (!verdict.passed()) status = 4;
     } else if (!o.verify.empty()) {
       const psdp::perf::Slowdown worst = psdp::perf::worstSlowdown(sweeps, engine);

@@ -65,9 +65,22 @@ std::vector<TuneCandidate> tuneCandidates(bool quick) {
 
 std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file, const std::string& reference) {
   std::vector<TuneCandidate> candidates = {{"built-in", "", "", ""}, {"tuned", "", "", tuning_file}};
-  if (!reference.empty()) candidates.push_back({"reference", "", "", reference});
+  if (!reference.empty()) {
+    candidates.push_back({"reference", "", "", reference});
+    candidates.push_back({"built-in twin", "", "", ""});
+  }
   return candidates;
 }
+
+namespace {
+
+// The built-in rules against their twin (candidates 0 and 3): the slower over the faster.
+double noiseAt(const OpSweep& sweep, size_t size) {
+  const double a = sweep.median(0, size), b = sweep.median(3, size);
+  return std::max(a, b) / std::min(a, b);
+}
+
+}  // namespace
 
 AcceptanceVerdict judgeAgainstReference(const std::vector<OpSweep>& sweeps) {
   AcceptanceVerdict verdict;
@@ -80,6 +93,8 @@ AcceptanceVerdict judgeAgainstReference(const std::vector<OpSweep>& sweeps) {
       if (to_builtin > verdict.worst_builtin.ratio) {
         verdict.worst_builtin = {to_builtin, tuneOpName(sweep.op), sweep.sizes[s]};
       }
+      if (noiseAt(sweep, s) > verdict.noise.ratio)
+        verdict.noise = {noiseAt(sweep, s), tuneOpName(sweep.op), sweep.sizes[s]};
     }
   }
   return verdict;
@@ -92,16 +107,17 @@ std::string acceptanceTable(int nranks, const std::vector<OpSweep>& sweeps) {
     std::snprintf(line, sizeof(line), "# %s, %d ranks: median busbw (GB/s); time ratios, ! beyond the bound\n",
                   tuneOpName(sweep.op), nranks);
     text += line;
-    std::snprintf(line, sizeof(line), "# %8s %9s %9s %9s %16s %16s\n", "size", "built-in", "tuned", "reference",
-                  "tuned/reference", "tuned/built-in");
+    std::snprintf(line, sizeof(line), "# %8s %9s %9s %9s %16s %16s %8s\n", "size", "built-in", "tuned", "reference",
+                  "tuned/reference", "tuned/built-in", "noise");
     text += line;
     for (size_t s = 0; s < sweep.sizes.size(); ++s) {
       const double to_reference = sweep.median(1, s) / sweep.median(2, s);
       const double to_builtin = sweep.median(1, s) / sweep.median(0, s);
       const double bound = sweep.sizes[s] >= kLargeBandBytes ? kLargeBandTolerance : kSmallBandTolerance;
-      std::snprintf(line, sizeof(line), "  %8s %9.2f %9.2f %9.2f %15.3f%c %15.3f%c\n", sizeText(sweep.sizes[s]).c_str(),
-                    busbw(sweep, 0, s, nranks), busbw(sweep, 1, s, nranks), busbw(sweep, 2, s, nranks), to_reference,
-                    to_reference > bound ? '!' : ' ', to_builtin, to_builtin > kMinLead ? '!' : ' ');
+      std::snprintf(line, sizeof(line), "  %8s %9.2f %9.2f %9.2f %15.3f%c %15.3f%c %8.3f\n",
+                    sizeText(sweep.sizes[s]).c_str(), busbw(sweep, 0, s, nranks), busbw(sweep, 1, s, nranks),
+                    busbw(sweep, 2, s, nranks), to_reference, to_reference > bound ? '!' : ' ', to_builtin,
+                    to_builtin > kMinLead ? '!' : ' ', noiseAt(sweep, s));
       text += line;
     }
     text += "\n";

@@ -24,7 +24,8 @@ struct TuneCandidate {
 // the settings that won somewhere in full sweeps on this project's machines.
 std::vector<TuneCandidate> tuneCandidates(bool quick);
 // psdp-tune --verify: the built-in rules against the rules of `tuning_file` for this interconnect, and with
-// `reference` (--against; empty: none) a third candidate, that file's rules.
+// `reference` (--against; empty: none) that file's rules and the built-in rules once more (their twin, whose
+// difference from the first is the noise of the run).
 std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file, const std::string& reference = "");
 
 // From `min` to `max` bytes, each `factor` times the one before (max included when the steps reach it).
@@ -111,7 +112,8 @@ inline constexpr double kMinWinShare = 0.75;
 // separate, exhaustive sweep) and the built-in rules (candidate 0), on fresh runs of every size. The tuned
 // rules pass where at every size their median time is within kLargeBandTolerance of the reference's from
 // kLargeBandBytes up and within kSmallBandTolerance below, and never beyond the built-in's by more than
-// kMinLead (the noise the sweep itself allows).
+// kMinLead (the noise the sweep itself allows). Candidate 3, the built-in rules again, measures the noise:
+// how far apart two runs of one setting land in this run.
 inline constexpr size_t kLargeBandBytes = size_t{16} << 20;
 inline constexpr double kLargeBandTolerance = 1.05;
 inline constexpr double kSmallBandTolerance = 1.15;
@@ -119,14 +121,16 @@ struct AcceptanceVerdict {
   Slowdown worst_large;    // tuned / reference, from kLargeBandBytes up
   Slowdown worst_small;    // tuned / reference, below
   Slowdown worst_builtin;  // tuned / built-in, every size
+  Slowdown noise;          // the built-in rules against their twin, the slower over the faster, every size
   bool passed() const {
     return worst_large.ratio <= kLargeBandTolerance && worst_small.ratio <= kSmallBandTolerance &&
            worst_builtin.ratio <= kMinLead;
   }
 };
 AcceptanceVerdict judgeAgainstReference(const std::vector<OpSweep>& sweeps);
-// Per collective, a row per size: the median busbw of the built-in, tuned and reference rules and the tuned
-// rules' time over the reference's and the built-in's, each ratio marked '!' where it fails its bound.
+// Per collective, a row per size: the median busbw of the built-in, tuned and reference rules, the tuned
+// rules' time over the reference's and the built-in's, each marked '!' where it fails its bound, and the
+// noise (the built-in rules' twin against them, the slower over the faster).
 std::string acceptanceTable(int nranks, const std::vector<OpSweep>& sweeps);
 
 // The tuning file: a comment saying how it was measured (`provenance`, one line per entry), the signature
