@@ -108,8 +108,8 @@ psdp_status_t post(const Call& c, size_t count, const void* send, void* recv, ps
   return PSDP_ERR_INVALID_ARGUMENT;
 }
 
-// Waits for and frees `n` requests; the first error.
-psdp_status_t waitAll(psdp_request_h* req, int n) {
+// Waits for and frees `n` requests, one psdp_request_wait each; the first error.
+psdp_status_t waitEach(psdp_request_h* req, int n) {
   psdp_status_t first = PSDP_SUCCESS;
   for (int k = 0; k < n; ++k) {
     psdp_status_t waited = psdp_request_wait(req[k]);
@@ -125,7 +125,7 @@ psdp_status_t runOnce(const Call& c, size_t count, const void* send, void* recv)
   psdp_request_h req[kMaxRequestsPerCall] = {};
   psdp_status_t st = post(c, count, send, recv, req);
   if (st != PSDP_SUCCESS) return st;
-  return waitAll(req, requestsPerCall(c.coll));
+  return waitEach(req, requestsPerCall(c.coll));
 }
 
 // Host buffers, 2 MiB aligned (so every dtype is), sized in 8-byte words.
@@ -189,7 +189,7 @@ psdp_status_t runIteration(const Options& o, const Call& c, const Geometry& g, c
   }
   psdp_status_t waited = PSDP_SUCCESS;
   if (o.wait_each) {
-    waited = waitAll(requests.data(), posted * per_call);
+    waited = waitEach(requests.data(), posted * per_call);
   } else {
     waited = psdp_request_wait_all(requests.data(), static_cast<size_t>(posted * per_call));
     for (int k = 0; k < posted * per_call; ++k) {

@@ -72,8 +72,7 @@ struct TuneOptions {
 
 const char* kUsage =
     "usage: psdp-tune [--quick | --verify FILE [--against REF]] [-o FILE] [--json FILE] [--ops ar,rs,ag]\n"
-    "                 [-b MIN] [-e MAX]"
-    " [-f FACTOR] [-r REPS] [--point-seconds S] [-H 0|1] [-R 0|1]\n"
+    "                 [-b MIN] [-e MAX] [-f FACTOR] [-r REPS] [--point-seconds S] [-H 0|1] [-R 0|1]\n"
     "  Run under a launcher (psdp-run -n N -- psdp-tune ...). Sweeps, per collective and size, the built-in\n"
     "  rules, rhd, direct (with and without CMA and streaming stores) and the ring over fragments of\n"
     "  64K-4M and depths 2-8, and writes the winners as a tuning file for this interconnect.\n"

@@ -74,10 +74,17 @@ std::vector<TuneCandidate> verifyCandidates(const std::string& tuning_file, cons
 
 namespace {
 
-// The built-in rules against their twin (candidates 0 and 3): the slower over the faster.
-double noiseAt(const OpSweep& sweep, size_t size) {
-  const double a = sweep.median(0, size), b = sweep.median(3, size);
-  return std::max(a, b) / std::min(a, b);
+// At one size of a --verify --against sweep: the tuned rules' time over the reference's and the built-in's,
+// the bound the first is held to there, and the noise (the built-in rules against their twin, candidates 0
+// and 3: the slower over the faster).
+struct SizeRatios {
+  double to_reference, to_builtin, bound, noise;
+};
+SizeRatios ratiosAt(const OpSweep& sweep, size_t size) {
+  const double builtin = sweep.median(0, size), twin = sweep.median(3, size);
+  return {sweep.median(1, size) / sweep.median(2, size), sweep.median(1, size) / builtin,
+          sweep.sizes[size] >= kLargeBandBytes ? kLargeBandTolerance : kSmallBandTolerance,
+          std::max(builtin, twin) / std::min(builtin, twin)};
 }
 
 }  // namespace
@@ -86,15 +93,13 @@ AcceptanceVerdict judgeAgainstReference(const std::vector<OpSweep>& sweeps) {
   AcceptanceVerdict verdict;
   for (const OpSweep& sweep : sweeps) {
     for (size_t s = 0; s < sweep.sizes.size(); ++s) {
-      const Slowdown to_reference = {sweep.median(1, s) / sweep.median(2, s), tuneOpName(sweep.op), sweep.sizes[s]};
-      Slowdown& band = sweep.sizes[s] >= kLargeBandBytes ? verdict.worst_large : verdict.worst_small;
-      if (to_reference.ratio > band.ratio) band = to_reference;
-      const double to_builtin = sweep.median(1, s) / sweep.median(0, s);
-      if (to_builtin > verdict.worst_builtin.ratio) {
-        verdict.worst_builtin = {to_builtin, tuneOpName(sweep.op), sweep.sizes[s]};
-      }
-      if (noiseAt(sweep, s) > verdict.noise.ratio)
-        verdict.noise = {noiseAt(sweep, s), tuneOpName(sweep.op), sweep.sizes[s]};
+      const SizeRatios r = ratiosAt(sweep, s);
+      auto keepWorst = [&](Slowdown& worst, double ratio) {
+        if (ratio > worst.ratio) worst = {ratio, tuneOpName(sweep.op), sweep.sizes[s]};
+      };
+      keepWorst(sweep.sizes[s] >= kLargeBandBytes ? verdict.worst_large : verdict.worst_small, r.to_reference);
+      keepWorst(verdict.worst_builtin, r.to_builtin);
+      keepWorst(verdict.noise, r.noise);
     }
   }
   return verdict;
@@ -111,13 +116,11 @@ std::string acceptanceTable(int nranks, const std::vector<OpSweep>& sweeps) {
                   "tuned/reference", "tuned/built-in", "noise");
     text += line;
     for (size_t s = 0; s < sweep.sizes.size(); ++s) {
-      const double to_reference = sweep.median(1, s) / sweep.median(2, s);
-      const double to_builtin = sweep.median(1, s) / sweep.median(0, s);
-      const double bound = sweep.sizes[s] >= kLargeBandBytes ? kLargeBandTolerance : kSmallBandTolerance;
+      const SizeRatios r = ratiosAt(sweep, s);
       std::snprintf(line, sizeof(line), "  %8s %9.2f %9.2f %9.2f %15.3f%c %15.3f%c %8.3f\n",
                     sizeText(sweep.sizes[s]).c_str(), busbw(sweep, 0, s, nranks), busbw(sweep, 1, s, nranks),
-                    busbw(sweep, 2, s, nranks), to_reference, to_reference > bound ? '!' : ' ', to_builtin,
-                    to_builtin > kMinLead ? '!' : ' ', noiseAt(sweep, s));
+                    busbw(sweep, 2, s, nranks), r.to_reference, r.to_reference > r.bound ? '!' : ' ', r.to_builtin,
+                    r.to_builtin > kMinLead ? '!' : ' ', r.noise);
       text += line;
     }
     text += "\n";

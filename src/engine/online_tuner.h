@@ -5,7 +5,7 @@
 // before it starts.
 //
 // Search: coordinate descent from the setting the step's config resolved to (the tuning file's engine rule,
-// else the built-in 2 and 1 and the teams' own fragment). First the windows 1, 2, 4 and 8 at the starting
+// else the built-in 2 and 1 and the collectives' own fragment). First the windows 1, 2, 4 and 8 at the starting
 // grouping, then the groupings 1, 2, 4, 8 and 16 at the best window, pruned to transfers of at most 64 MiB
 // and at most the plan's chunks, then, where another grouping won, the windows again at that grouping; last
 // the fragments 128 KiB to 4 MiB at the best window and grouping, pruned to what the teams' staging holds and
@@ -29,7 +29,7 @@ namespace psdp::engine {
 struct EngineSetting {
   size_t window = 2;          // reduce and gather windows, alike
   size_t grouping = 1;        // plan chunks per transfer
-  size_t fragment_bytes = 0;  // of the teams' ring transfers; 0: the teams' own (their collective rules')
+  size_t fragment_bytes = 0;  // of the teams' ring transfers; 0: the collectives' own (their rules')
   bool operator==(const EngineSetting&) const = default;
 };
 

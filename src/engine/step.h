@@ -64,7 +64,7 @@ struct StepConfig {
   GradNormPolicy grad_norm = GradNormPolicy::kNone;
   PartialSums partial_sums = PartialSums::kDefault;
   // The fragment of the ring transfers of the step's collectives (Collectives::overrideFragmentBytes); 0:
-  // the teams' own.
+  // the collectives' own.
   size_t fragment_bytes = 0;
   // Online tuning (engine/online_tuner.h): the state's engine replaces the windows (tune_window), the
   // grouping (tune_grouping) and the fragment (tune_fragment), those the caller left to psdp, with its
