@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side bandwidth of psdp-perf, UCC (ucc_perftest), Open MPI, PyTorch's gloo and ucx_perftest
+"""Side-by-side bandwidth of psdp-perf, UCC, Open MPI, PyTorch's gloo and ucx_perftest
 (ucp_put_bw) on one machine.
 
 A benchmark, not a test (CI runs it only briefly, with psdp alone: tests/perf/compare_run_test.sh).
@@ -16,11 +16,12 @@ Every system runs on the same pages: --pages small (default) measures on the sma
 allocator hands over unless told otherwise (psdp-perf -H 0, the peers' own malloc); --pages huge asks for
 transparent huge pages everywhere (psdp-perf -H 1; glibc's malloc in every peer through GLIBC_TUNABLES
 below). Under the system's THP mode "always" both get huge pages; the table names the mode. UCC runs where
-perf/compare/build_ucc.sh (or --ucc-perftest) gives a ucc_perftest, under its default selection and the
-documented TL/UCP algorithm variants below, best per size kept; PyTorch's gloo backend where a python with
-torch is at hand (the bindings' environment). At 2 ranks cma_bound.c measures the kernel's cross-memory copy
-alone, the bound on every collective over private buffers. psdp's ratios are against that bound and against
-the best collective peer per size.
+perf/compare/build_ucc.sh (or --ucc-prefix) gives an installed UCC, through ucc_coll_bench.c (timed as
+psdp-perf and mpi_coll_bench time theirs: calls back to back; ucc_perftest leaves a barrier between its
+calls outside the clock), under its default selection and the documented TL/UCP algorithm variants below,
+best per size kept; PyTorch's gloo backend where a python with torch is at hand (the bindings' environment).
+At 2 ranks cma_bound.c measures the kernel's cross-memory copy alone, the bound on every collective over
+private buffers. psdp's ratios are against that bound and against the best collective peer per size.
 --load spinners|both measures under two busy shell loops (contention). --plot draws busbw against size.
 """
 import argparse
@@ -70,7 +71,7 @@ UCC_CONFIGS = {
     "knomial": "allreduce:inf:@knomial#allgather:inf:@knomial",
 }
 UCC_COLL = {"ar": "allreduce", "rs": "reduce_scatter", "ag": "allgather"}
-DEFAULT_UCC = os.path.expanduser("~/.cache/psdp/ucc/bin/ucc_perftest")
+DEFAULT_UCC_PREFIX = os.path.expanduser("~/.cache/psdp/ucc")
 
 
 def thp_mode():
@@ -247,27 +248,16 @@ def cma_once(args):
 
 
 def ucc_once(args, coll, config, in_place):
-    """busbw (GB/s) per size (psdp-perf's size: the whole buffer) of one ucc_perftest run, float32 sum on host
-    memory: rows of count, size, time avg/min/max (us), busbw avg/max/min, the last from the slowest rank's
-    time."""
-    per_rank = args.np if coll in ("rs", "ag") else 1  # ucc_perftest counts rs's and ag's elements per rank
+    """busbw (GB/s) per size of one ucc_coll_bench run, float32 sum on host memory: rows of size, time, algbw,
+    busbw, as mpi_coll_bench's."""
     tune = ["-x", "UCC_TL_UCP_TUNE=" + UCC_CONFIGS[config]] if UCC_CONFIGS[config] else []
-    program = [args.ucc_perftest, "-c", UCC_COLL[coll], "-b", str(args.min // 4 // per_rank), "-e",
-               str(args.max // 4 // per_rank), "-d", "float32", "-o", "sum", "-m", "host", "-n", str(args.iters),
-               "-w", str(args.warmup), "-F"] + (["-i"] if in_place else [])
-    return mpirun_rows(args, tune, program, 8, lambda count: count * 4 * per_rank, 7)
-
-
-def calls_calloc(binary):
-    """Whether `binary` imports calloc. A ucc_perftest built with GCC's defaults does: its malloc and memset of
-    every host buffer become one calloc, whose fresh mappings are never written (perf/compare/build_ucc.sh)."""
-    out = run(["nm", "-D", binary], 60, quiet=True)
-    return out is not None and any(line.split()[-1].startswith("calloc@") for line in out.splitlines() if line.split())
+    program = [args.ucc_bench, coll, str(args.min), str(args.max), str(args.iters), str(args.warmup)]
+    return mpirun_rows(args, tune, program + (["in-place"] if in_place else []), 4, lambda s: s, 3)
 
 
 def ucc_version(args):
-    """UCC's version line from ucc_info -v beside ucc_perftest, or "version unknown"."""
-    out = run([os.path.join(os.path.dirname(args.ucc_perftest), "ucc_info"), "-v"], 60, quiet=True)
+    """UCC's version line from the prefix's ucc_info -v, or "version unknown"."""
+    out = run([os.path.join(args.ucc_prefix, "bin", "ucc_info"), "-v"], 60, quiet=True)
     return out.splitlines()[0].strip().lstrip("# ") if out else "version unknown"
 
 
@@ -576,10 +566,10 @@ def main():
                    help="a python that imports torch, to measure PyTorch's gloo backend (default: the bindings' "
                         "environment, ~/.cache/psdp/venv, where it has torch; else gloo is left out, saying so)")
     p.add_argument("--no-gloo", action="store_true", help="skip PyTorch's gloo backend")
-    p.add_argument("--ucc-perftest", default=None,
-                   help="UCC's ucc_perftest (default: " + DEFAULT_UCC.replace(os.path.expanduser("~"), "~") +
-                        ", where perf/compare/build_ucc.sh installs it, else ucc_perftest on PATH; else UCC is "
-                        "left out, saying so)")
+    p.add_argument("--ucc-prefix", default=DEFAULT_UCC_PREFIX,
+                   help="where UCC is installed (default: " + DEFAULT_UCC_PREFIX.replace(os.path.expanduser("~"), "~") +
+                        ", where perf/compare/build_ucc.sh installs it; without include/ucc/api/ucc.h there UCC "
+                        "is left out, saying so)")
     p.add_argument("--ucc-configs", default=",".join(UCC_CONFIGS), help="UCC variants to try")
     p.add_argument("--no-ucc", action="store_true", help="skip UCC")
     p.add_argument("--pages", choices=("small", "huge"), default="small",
@@ -614,21 +604,16 @@ def main():
     if not args.no_mpi and not (args.mpirun and mpicc):
         sys.exit("run_compare: mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev), "
                  "or pass --no-mpi")
-    if not args.no_ucc:
-        if not args.ucc_perftest:
-            args.ucc_perftest = DEFAULT_UCC if os.access(DEFAULT_UCC, os.X_OK) else shutil.which("ucc_perftest")
-        if not args.ucc_perftest:
-            print("run_compare: UCC left out: no ucc_perftest (build one with perf/compare/build_ucc.sh "
-                  "SOURCE_DIR, or pass --ucc-perftest)", file=sys.stderr)
-        elif calls_calloc(args.ucc_perftest):
-            print(f"run_compare: UCC left out: {args.ucc_perftest} calls calloc, so its buffers stay unwritten "
-                  "zero pages that every read finds in cache (rebuild it with perf/compare/build_ucc.sh)",
-                  file=sys.stderr)
-            args.ucc_perftest = None
-        elif not args.mpirun:
-            print("run_compare: UCC left out: ucc_perftest needs mpirun (Debian: openmpi-bin)", file=sys.stderr)
-            args.ucc_perftest = None
-    args.ucc_list = [c for c in args.ucc_configs.split(",") if c] if args.ucc_perftest and not args.no_ucc else []
+    with_ucc = not args.no_ucc
+    if with_ucc and not os.path.isfile(os.path.join(args.ucc_prefix, "include", "ucc", "api", "ucc.h")):
+        print(f"run_compare: UCC left out: none installed in {args.ucc_prefix} (build one with "
+              "perf/compare/build_ucc.sh SOURCE_DIR, or pass --ucc-prefix)", file=sys.stderr)
+        with_ucc = False
+    elif with_ucc and not (args.mpirun and mpicc):
+        print("run_compare: UCC left out: its benchmark needs mpirun and mpicc (Debian: openmpi-bin "
+              "libopenmpi-dev)", file=sys.stderr)
+        with_ucc = False
+    args.ucc_list = [c for c in args.ucc_configs.split(",") if c] if with_ucc else []
     for c in args.ucc_list:
         if c not in UCC_CONFIGS:
             sys.exit(f"run_compare: unknown UCC config {c!r} (known: {', '.join(UCC_CONFIGS)})")
@@ -672,6 +657,13 @@ def main():
             src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi_coll_bench.c")
             if run([mpicc, "-O2", "-Wall", "-Wextra", "-o", args.mpi_bench, src], 120) is None:
                 sys.exit("run_compare: mpicc failed")
+        if args.ucc_list:
+            args.ucc_bench = os.path.join(tmp, "ucc_coll_bench")
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ucc_coll_bench.c")
+            lib = os.path.join(args.ucc_prefix, "lib")
+            if run([mpicc, "-O2", "-Wall", "-Wextra", "-I", os.path.join(args.ucc_prefix, "include"), "-o",
+                    args.ucc_bench, src, "-L", lib, "-Wl,-rpath," + lib, "-lucc"], 120) is None:
+                sys.exit(f"run_compare: mpicc failed on ucc_coll_bench.c against {args.ucc_prefix}")
         for rep in range(args.reps):
             for load in loads:
                 print(f"repetition {rep + 1}/{args.reps}" + (f", {load}" if len(loads) > 1 else ""), file=sys.stderr)

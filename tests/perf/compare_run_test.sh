@@ -2,7 +2,7 @@
 # perf/compare as a user runs it, with psdp alone (CI has none of the peers): run_compare.sh --load both over
 # a short range must print psdp's quiet and loaded tables, its loaded/quiet ratios and the kernel-copy bound,
 # draw the plot where Debian's python3 has matplotlib (said and skipped where not), and leave no spinning
-# shell loop behind; a ucc_perftest whose buffers calloc leaves unwritten must be left out, saying why;
+# shell loop behind; a --ucc-prefix with no UCC installed must be left out, saying why;
 # build_ucc.sh must refuse a directory that is not a UCC source tree, naming it.
 #   compare_run_test.sh REPO BUILD_DIR
 set -uo pipefail
@@ -50,18 +50,14 @@ for f in /proc/[0-9]*/cmdline; do
 done
 [[ -z $spinning ]] || fail "a spinning shell loop outlived run_compare.sh:$spinning"
 
-# A ucc_perftest built with GCC's defaults calls calloc, and its buffers are then never written: left out.
-printf '#include <stdio.h>\n#include <stdlib.h>\nint main(int c, char** v) { printf("%%p", calloc((size_t)c, 4)); }\n' \
-  > "$dir/calloc.c"
-if cc -o "$dir/ucc_perftest" "$dir/calloc.c"; then
-  msg=$(timeout 300 "$repo/perf/compare/run_compare.sh" --build "$build" --no-ucx --no-mpi --no-gloo \
-    --ucc-perftest "$dir/ucc_perftest" --reps 1 --min 64K --max 64K --iters 2 --warmup 1 --psdp-buffers private \
-    --output "$dir/calloc.md" 2>&1)
-  [[ $msg == *"UCC left out: $dir/ucc_perftest calls calloc"* ]] ||
-    fail "run_compare.sh kept a ucc_perftest that calls calloc: '$msg'"
-else
-  fail "cc could not build a stand-in ucc_perftest"
-fi
+# A --ucc-prefix without an installed UCC: UCC left out, naming the prefix, and psdp still measured.
+mkdir "$dir/no-ucc"
+msg=$(timeout 300 "$repo/perf/compare/run_compare.sh" --build "$build" --no-ucx --no-mpi --no-gloo \
+  --ucc-prefix "$dir/no-ucc" --reps 1 --min 64K --max 64K --iters 2 --warmup 1 --psdp-buffers private \
+  --output "$dir/no-ucc.md" 2>&1)
+status=$?
+[[ $status -eq 0 && $msg == *"UCC left out: none installed in $dir/no-ucc"* ]] ||
+  fail "run_compare.sh with an empty --ucc-prefix: exit $status, '$msg'"
 
 mkdir "$dir/not-ucc"
 msg=$("$repo/perf/compare/build_ucc.sh" "$dir/not-ucc" 2>&1)
