@@ -374,18 +374,47 @@ def add(table, size, sizes, value):
         table[size].append(value)
 
 
+def runs_of(args):
+    """The (smallest size, largest size, timed iterations) of the runs one repetition makes of each system. Every
+    size gets --iters, or with --bytes-per-size B at least B / size: the sizes that need more run one by one,
+    the others together."""
+    runs, together = [], []
+    for size in args.sizes:
+        iters = max(args.iters, -(-args.bytes_per_size // size))
+        if iters > args.iters:
+            runs.append((size, size, iters))
+        else:
+            together.append(size)
+    if together:
+        runs.append((together[0], together[-1], args.iters))
+    return runs
+
+
+def iterations_text(args):
+    """How many timed iterations each size had, for the tables' header."""
+    return ", ".join(f"{human(lo)}{'' if lo == hi else '-' + human(hi)} {n}" for lo, hi, n in runs_of(args))
+
+
 def measure_round(args, samples, tmp):
-    """One repetition: every system and variant once, in turn."""
+    """One repetition: every system and variant once, in turn (per run of runs_of), then ucp_put_bw."""
+    for lo, hi, iters in runs_of(args):
+        run_args = argparse.Namespace(**vars(args))
+        run_args.min, run_args.max, run_args.iters = lo, hi, iters
+        measure_sizes(run_args, samples, tmp)
+    if not args.no_ucx:
+        for v in UCX_VARIANTS:
+            for size in args.sizes:
+                samples.ucx[v][size].append(ucx_once(args, size, v, next_port()))
+
+
+def measure_sizes(args, samples, tmp):
+    """Every collective system and variant once, in turn, over the sizes args.min to args.max."""
     sizes = args.sizes
     for m in args.modes:
         for c in args.colls:
             for size, both in psdp_once(args, c, tmp, m).items():
                 for place in (0, 1):
                     add(samples.psdp[(m, c, place)], size, sizes, both[place])
-    if not args.no_ucx:
-        for v in UCX_VARIANTS:
-            for size in sizes:
-                samples.ucx[v][size].append(ucx_once(args, size, v, next_port()))
     if args.cma_bound:
         for size, bw in cma_once(args).items():
             add(samples.cma, size, sizes, bw)
@@ -440,9 +469,10 @@ class Summary:
 def report_lines(args, sm):
     """The markdown tables of one load's summary: the peers, then psdp per mode with its ratios."""
     sizes, colls = args.sizes, args.colls
-    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}, every system on "
+    lines = ["", f"busbw in GB/s (1e9 B/s), float32 sum, {args.np} ranks, median of {args.reps}, timed iterations "
+             f"per size {iterations_text(args)}, every system on "
              f"{PAGES[args.pages]}, system THP mode {thp_mode()}; \"ip\": in place (nccl-tests' in-place columns; "
-             "MPI_IN_PLACE for Open MPI, -i for UCC); put_bw: ucx_perftest one-sided put bandwidth, the better of "
+             "MPI_IN_PLACE for Open MPI, UCC_COLL_ARGS_FLAG_IN_PLACE for UCC); put_bw: ucx_perftest one-sided put bandwidth, the better of "
              "UCX_TLS default and sm,self; cma: perf/compare/cma_bound, 2 processes each reading the other's half "
              "with process_vm_readv, the bound on every collective over private buffers; ompi: the best Open MPI variant per size and column; ucc: the best UCC "
              "variant; gloo: PyTorch's gloo backend (all-reduce in place, the others out of place, as torch runs "
@@ -555,6 +585,10 @@ def main():
     p.add_argument("--reps", type=int, default=3, help="repetitions; the median is reported (default 3)")
     p.add_argument("--iters", type=int, default=10, help="timed iterations per size (default 10)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations per size (default 3)")
+    p.add_argument("--bytes-per-size", type=parse_size, default=0,
+                   help="at least this many bytes per size: a size S runs max(--iters, B / S) timed iterations "
+                        "(those above --iters in a run of its own). Under --load, so that the small sizes' "
+                        "timed loops span many of the scheduler's time slices (perf/README.md)")
     p.add_argument("--mpi-configs", default=",".join(MPI_CONFIGS), help="Open MPI variants to try")
     p.add_argument("--psdp-buffers", default="private,shared,ring",
                    help="psdp-perf runs: private (-R 0), shared (-R 1, psdp_mem_alloc), ring (-R 0 with "
