@@ -74,6 +74,14 @@ UCC_COLL = {"ar": "allreduce", "rs": "reduce_scatter", "ag": "allgather"}
 DEFAULT_UCC_PREFIX = os.path.expanduser("~/.cache/psdp/ucc")
 
 
+def ucc_variant_runs(config, coll):
+    """Whether UCC variant `config` is measured on `coll`: its own selection always, a tuned one only on the
+    collectives its UCC_TL_UCP_TUNE names (on the others it is the same run again, and the better of two
+    samples of one setting would count as a better variant)."""
+    tune = UCC_CONFIGS[config]
+    return tune is None or UCC_COLL[coll] in (token.split(":")[0] for token in tune.split("#"))
+
+
 def thp_mode():
     """The system's transparent huge page mode, the bracketed word of its sysfs file, or "unknown"."""
     try:
@@ -364,7 +372,7 @@ class Samples:
                     for place in (0, 1)}
         self.gloo = {c: {s: [] for s in sizes} for c in args.gloo_colls}
         self.ucc = {(cfg, c, place): {s: [] for s in sizes} for cfg in args.ucc_list for c in args.ucc_colls
-                    for place in (0, 1)}
+                    for place in (0, 1) if ucc_variant_runs(cfg, c)}
 
 
 def add(table, size, sizes, value):
@@ -427,7 +435,7 @@ def measure_sizes(args, samples, tmp):
                 for size, bw in mpi_once(args, args.mpi_bench, c, cfg, place).items():
                     add(samples.mpi[(cfg, c, place)], size, sizes, bw)
     for cfg in args.ucc_list:
-        for c in args.ucc_colls:
+        for c in (c for c in args.ucc_colls if ucc_variant_runs(cfg, c)):
             for place, _ in places_of(c):
                 for size, bw in ucc_once(args, c, cfg, place).items():
                     add(samples.ucc[(cfg, c, place)], size, sizes, bw)
