@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_bench.h"
+
 enum Coll { AR, RS, AG, REDUCE, GATHER, SCATTER, A2A, SENDRECV, NCOLLS };
 static const char* const kNames[NCOLLS] = {"ar", "rs", "ag", "reduce", "gather", "scatter", "a2a", "sendrecv"};
 
@@ -93,48 +95,27 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 2;
   }
-  size_t min_bytes = strtoull(argv[2], NULL, 10), max_bytes = strtoull(argv[3], NULL, 10);
-  int iters = atoi(argv[4]), warmup = atoi(argv[5]);
-  if (min_bytes < 4 * (size_t)nranks || max_bytes < min_bytes || iters < 1 || warmup < 0) {
+  struct bench_sizes sizes;
+  if (!bench_parse_sizes(argv, nranks, &sizes)) {
     if (rank == 0) usage();
     MPI_Finalize();
     return 2;
   }
-  size_t max_elems = max_bytes / sizeof(float);
-  float* send = malloc(max_elems * sizeof(float));
-  float* recv = malloc(max_elems * sizeof(float));
-  if (!send || !recv) {
-    fprintf(stderr, "mpi_coll_bench: out of memory for %zu bytes\n", max_bytes);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  /* Small integers: sums stay exact and never reach denormals, which would slow the adds. (In place,
-   * all-reduce doubles them every call; infinity, if reached, costs no more than any other value.) */
-  for (size_t i = 0; i < max_elems; ++i) {
-    send[i] = (float)((i + (size_t)rank) % 5);
-    recv[i] = 0.0f;
-  }
+  float *send, *recv;
+  bench_buffers("mpi_coll_bench", sizes.max_bytes, rank, &send, &recv);
   double n = nranks;
   /* nccl-tests' busbw factors. */
   double factor = coll == AR ? 2.0 * (n - 1) / n : coll == REDUCE || coll == SENDRECV ? 1.0 : (n - 1) / n;
-  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+  for (size_t bytes = sizes.min_bytes; bytes <= sizes.max_bytes; bytes *= 2) {
     size_t all = bytes / sizeof(float), per = all / (size_t)nranks;
     double start = 0;
-    for (int it = -warmup; it < iters; ++it) {
-      if (it == 0) {
-        /* Line the ranks up so that the clock starts together everywhere. */
-        MPI_Barrier(MPI_COMM_WORLD);
-        start = MPI_Wtime();
-      }
+    for (int it = -sizes.warmup; it < sizes.iters; ++it) {
+      if (it == 0) start = bench_start();
       call(coll, in_place, send, recv, all, per, rank, nranks);
     }
-    double my_us = (MPI_Wtime() - start) * 1e6 / iters, max_us = 0;
-    MPI_Reduce(&my_us, &max_us, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     /* The whole vector, as psdp-perf and nccl-tests: the collectives of blocks move per * nranks. */
     int whole = coll == AR || coll == REDUCE || coll == SENDRECV;
-    size_t total = (whole ? all : per * (size_t)nranks) * sizeof(float);
-    double algbw = total / max_us / 1e3;
-    if (rank == 0) printf("%zu %.1f %.3f %.3f\n", total, max_us, algbw, algbw * factor);
-    fflush(stdout);
+    bench_report((whole ? all : per * (size_t)nranks) * sizeof(float), start, sizes.iters, factor, rank);
   }
   free(send);
   free(recv);
