@@ -10,14 +10,22 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct bench_sizes {
   size_t min_bytes, max_bytes; /* whole vectors, doubled from min to max */
   int iters, warmup;
 };
 
-/* MIN_BYTES MAX_BYTES ITERS WARMUP from argv[2] to argv[5]; 0 when they are not usable with `nranks`. */
-static int bench_parse_sizes(char** argv, int nranks, struct bench_sizes* sizes) {
+/* The command line "NAME MIN_BYTES MAX_BYTES ITERS WARMUP [in-place]": NAME's index in `names` (`count` of
+ * them), whether "in-place" was given, and the sizes; 0 when it is not usable with `nranks`. */
+static int bench_parse_command(int argc, char** argv, const char* const* names, int count, int nranks, int* coll,
+                               int* in_place, struct bench_sizes* sizes) {
+  *in_place = argc == 7 && strcmp(argv[6], "in-place") == 0;
+  if (argc != 6 && !*in_place) return 0;
+  for (*coll = 0; *coll < count && strcmp(argv[1], names[*coll]) != 0; ++*coll) {
+  }
+  if (*coll == count) return 0;
   sizes->min_bytes = strtoull(argv[2], NULL, 10);
   sizes->max_bytes = strtoull(argv[3], NULL, 10);
   sizes->iters = atoi(argv[4]);

@@ -85,22 +85,15 @@ int main(int argc, char** argv) {
   int rank = 0, nranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-  int in_place = argc == 7 && strcmp(argv[6], "in-place") == 0;
-  enum Coll coll = NCOLLS;
-  for (int c = 0; argc > 1 && c < NCOLLS; ++c) {
-    if (strcmp(argv[1], kNames[c]) == 0) coll = (enum Coll)c;
-  }
-  if ((argc != 6 && !in_place) || coll == NCOLLS || (in_place && (coll == A2A || coll == SENDRECV))) {
-    if (rank == 0) usage();
-    MPI_Finalize();
-    return 2;
-  }
+  int coll_index = 0, in_place = 0;
   struct bench_sizes sizes;
-  if (!bench_parse_sizes(argv, nranks, &sizes)) {
+  if (!bench_parse_command(argc, argv, kNames, NCOLLS, nranks, &coll_index, &in_place, &sizes) ||
+      (in_place && (coll_index == A2A || coll_index == SENDRECV))) {
     if (rank == 0) usage();
     MPI_Finalize();
     return 2;
   }
+  enum Coll coll = (enum Coll)coll_index;
   float *send, *recv;
   bench_buffers("mpi_coll_bench", sizes.max_bytes, rank, &send, &recv);
   double n = nranks;
