@@ -225,21 +225,24 @@ PSDP_API psdp_status_t psdp_param_get(const psdp_config_t* config, int index, ps
 /* The algorithm table a communicator made with `config` (NULL: nothing set by the caller) and the current
  * environment would use where no tuning file applies: a comment line on the tuning file (see
  * psdp_algorithm_table_for), then one rule per line, first match wins, in PSDP_ALGORITHMS syntax followed by
- * "# <origin>" (PSDP_ALGORITHMS, PSDP_ALGORITHM or built-in). Writes at most *len bytes of it, NUL included,
- * to buf (buf may be NULL when *len is 0) and sets *len to the bytes the whole text needs. Errors: invalid
- * argument for a NULL len, a malformed config or a rule that does not parse (the message names it);
- * truncated output is not an error: compare *len with what you passed. Thread-safe. */
+ * "# <origin>" (PSDP_ALGORITHMS, PSDP_ALGORITHM or built-in). The built-in rules are those for UCX's default
+ * transports under the config's progress mode (a communicator takes those of the lanes it finds; README,
+ * "Algorithms"). Writes at most *len bytes of it, NUL included, to buf (buf may be NULL when *len is 0) and
+ * sets *len to the bytes the whole text needs. Errors: invalid argument for a NULL len, a malformed config or
+ * a rule that does not parse (the message names it); truncated output is not an error: compare *len with
+ * what you passed. Thread-safe. */
 PSDP_API psdp_status_t psdp_algorithm_table(const psdp_config_t* config, char* buf, size_t* len);
 
 /* The same table where a tuning file applies (PSDP_TUNING_FILE, README "Tuning"): a communicator adds the
  * rules of the file's section that covers its interconnect, between PSDP_ALGORITHM's and the built-in ones
  * (origin "tuning file line <n>").
  * `signature` describes an interconnect as a communicator's info line writes it, e.g.
- * "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2"; NULL or "": none, and the table has no tuned
- * rules. The first line is a comment: no tuning file; the file and the section that covers `signature`
- * (or why none does); or, without a signature, the file's sections. psdp_algorithm_table's text is this
- * one's for a NULL signature. Errors: as psdp_algorithm_table's; invalid argument naming the line and column
- * of a malformed tuning file or signature; a system error for a tuning file that cannot be read. */
+ * "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", whose lanes also pick the built-in rules; NULL or
+ * "": none, and the table has no tuned rules. The first line is a comment: no tuning file; the file and the
+ * section that covers `signature` (or why none does); or, without a signature, the file's sections.
+ * psdp_algorithm_table's text is this one's for a NULL signature. Errors: as psdp_algorithm_table's; invalid
+ * argument naming the line and column of a malformed tuning file or signature; a system error for a tuning
+ * file that cannot be read. */
 PSDP_API psdp_status_t psdp_algorithm_table_for(const psdp_config_t* config, const char* signature, char* buf,
                                                 size_t* len);
 

@@ -181,7 +181,7 @@ const ParamSpec kParamTable[] = {
      "Who drives collectives and the transport: 'thread' runs, per communicator made by init (its splits share "
      "them), a thread that advances posted operations in the background and a transport thread that sleeps on "
      "UCX's event fd when idle; 'caller' has no thread, blocking calls and psdp_request_test/wait drive progress "
-     "themselves.",
+     "themselves. All ranks must agree (it decides UCX's lanes).",
      [](const psdp_config_t& u) -> std::optional<std::string> {
        if (!PSDP_USER_HAS(u, progress_mode) || u.progress_mode == PSDP_PROGRESS_UNSET) return std::nullopt;
        const char* name = progressModeName(static_cast<psdp_progress_mode_t>(u.progress_mode));

@@ -16,10 +16,13 @@ constexpr size_t MiB = size_t{1} << 20;
 // All-reduce, reduce-scatter and all-gather below this (the whole buffer) use recursive halving/doubling:
 // log2(n) steps beat the ring's 2(n-1) where latency dominates (psdp-perf, README "Collectives").
 constexpr size_t kRecursiveBelow = 256 * KiB;
-// From here direct reductions may read private buffers with CMA: with one system call per tile and peer,
-// and an all-reduce's second round, the ring is as fast or faster below it (2 ranks, private buffers:
-// all-reduce 4.5 against 7.6 GB/s at 4 MiB, even at 8 MiB, 10-30% ahead from 16 MiB). Copies (all-gather,
-// broadcast) gain from 1 MiB on, so they read with CMA wherever they run direct.
+// From here direct reductions may read private buffers with CMA where the ring's messages are copied once
+// (InterconnectTraits): with one system call per tile and peer, and an all-reduce's second round, that ring
+// is as fast or faster below it (2 ranks, private buffers: all-reduce 4.5 against 7.6 GB/s at 4 MiB, even
+// at 8 MiB, 10-30% ahead from 16 MiB). A ring whose messages pass through shared memory in pieces is slower
+// from kRecursiveBelow on (2 ranks, caller progress: reduce-scatter 3.5 against 6.8 GB/s at 1 MiB,
+// all-reduce 2.6 against 3.9 at 2 MiB). Copies (all-gather, broadcast) gain from 1 MiB on, so they read with
+// CMA wherever they run direct.
 constexpr size_t kCmaReductionsFrom = 8 * MiB;
 // From here direct operations store their results past the cache (coll/direct_kernels.h: at 4 MiB plain
 // stores are up to 30% faster, at 16 MiB streaming stores 40-60% faster out of place, 32 MiB of L3).
@@ -47,11 +50,12 @@ AlgorithmRule direct(OpKind kind, size_t min_bytes, size_t max_bytes, bool cma, 
   return r;
 }
 
-std::vector<AlgorithmRule> builtInRules() {
+std::vector<AlgorithmRule> builtInRules(InterconnectTraits traits) {
   std::vector<AlgorithmRule> rules;
   for (OpKind kind : {OpKind::kAllReduce, OpKind::kReduceScatter}) {
     rules.push_back(rule(kind, 0, kRecursiveBelow, Algorithm::kRecursive));
-    rules.push_back(direct(kind, kRecursiveBelow, kCmaReductionsFrom, /*cma=*/false, /*streaming=*/false));
+    rules.push_back(
+        direct(kind, kRecursiveBelow, kCmaReductionsFrom, /*cma=*/!traits.ring_single_copy, /*streaming=*/false));
     rules.push_back(direct(kind, kCmaReductionsFrom, SIZE_MAX, /*cma=*/true, /*streaming=*/true));
   }
   // The broadcast has no recursive form: its ring is the chain (coll/chain_broadcast.h).
@@ -239,7 +243,7 @@ const char* algorithmName(Algorithm algorithm) {
   return "?";
 }
 
-AlgorithmTable::AlgorithmTable() : rules_(builtInRules()) {}
+AlgorithmTable::AlgorithmTable(InterconnectTraits traits) : rules_(builtInRules(traits)) {}
 
 std::string AlgorithmRule::originText() const {
   return line > 0 ? fmt::format("{} line {}", origin, line) : std::string(origin);
@@ -266,7 +270,7 @@ Status AlgorithmTable::checkRule(const AlgorithmRule& rule) {
 }
 
 Result<AlgorithmTable> AlgorithmTable::make(psdp_algorithm_t forced, std::string_view user_rules,
-                                            std::span<const AlgorithmRule> tuned) {
+                                            std::span<const AlgorithmRule> tuned, InterconnectTraits traits) {
   PSDP_ASSIGN_OR_RETURN(std::vector<AlgorithmRule> rules, parse(user_rules));
   for (AlgorithmRule& r : forcedRules(forced)) rules.push_back(r);
   for (const AlgorithmRule& r : tuned) {
@@ -274,7 +278,7 @@ Result<AlgorithmTable> AlgorithmTable::make(psdp_algorithm_t forced, std::string
     if (!status.isOk()) return status.withContext(fmt::format("{} ('{}')", r.originText(), formatRule(r)));
     rules.push_back(r);
   }
-  for (AlgorithmRule& r : builtInRules()) rules.push_back(r);
+  for (AlgorithmRule& r : builtInRules(traits)) rules.push_back(r);
   return AlgorithmTable(std::move(rules));
 }
 

@@ -87,16 +87,25 @@ Result<Algorithm> parseAlgorithmName(std::string_view text);  // ring, rhd, dire
 // all-reduce, reduce-scatter, all-gather, broadcast, or * (every one), into `rule`.
 Status parseCollectiveName(std::string_view text, AlgorithmRule& rule);
 
+// What the built-in rules depend on besides the call: whether the ring's messages between processes of a
+// host are copied once, the transport reading the sender's buffer (UCX's CMA, KNEM or XPMEM rendezvous), or
+// pass through shared memory in eager-sized pieces (UCX under caller progress, or without those transports).
+// Direct reductions that must read private buffers with CMA beat the first only from 8 MiB, the second from
+// 256 KiB.
+struct InterconnectTraits {
+  bool ring_single_copy = true;
+};
+
 class AlgorithmTable {
  public:
-  // The built-in rules alone.
-  AlgorithmTable();
+  // The built-in rules alone, for an interconnect with `traits`.
+  explicit AlgorithmTable(InterconnectTraits traits = {});
 
   // `user_rules`: PSDP_ALGORITHMS text (empty: none); `forced`: PSDP_ALGORITHM (auto adds nothing);
-  // `tuned`: a tuning file's rules, each checked by checkRule. Errors: invalid argument naming the rule
-  // (by number and text) and what is wrong with it.
+  // `tuned`: a tuning file's rules, each checked by checkRule; then the built-in rules for `traits`. Errors:
+  // invalid argument naming the rule (by number and text) and what is wrong with it.
   static Result<AlgorithmTable> make(psdp_algorithm_t forced, std::string_view user_rules,
-                                     std::span<const AlgorithmRule> tuned = {});
+                                     std::span<const AlgorithmRule> tuned = {}, InterconnectTraits traits = {});
 
   // One rule, the ring for every call (fragment and depth: the communicator's), whatever the environment
   // says; `origin` is the rule's.

@@ -8,13 +8,14 @@ namespace {
 
 // "PSDO" and a layout version.
 constexpr uint32_t kMagic = 0x4f445350;
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 constexpr size_t kHeaderBytes = 8;
 constexpr size_t kSendAt = kHeaderBytes;
 constexpr size_t kRecvAt = kSendAt + transport::MemoryHandle::kEncodedBytes;
 constexpr size_t kReadsAt = kRecvAt + transport::MemoryHandle::kEncodedBytes;
+constexpr size_t kCmaAt = kReadsAt + sizeof(uint32_t);
 
-static_assert(kReadsAt + sizeof(uint32_t) <= kDirectOfferBytes);
+static_assert(kCmaAt + sizeof(uint32_t) <= kDirectOfferBytes);
 
 using transport::PeerPlace;
 
@@ -30,6 +31,8 @@ DirectOfferBytes encodeDirectOffer(const DirectOffer& offer) {
       out.data() + kRecvAt, transport::MemoryHandle::kEncodedBytes));
   const auto reads = static_cast<uint32_t>(offer.reads);
   std::memcpy(out.data() + kReadsAt, &reads, sizeof(reads));
+  const uint32_t cma = offer.cma ? 1 : 0;
+  std::memcpy(out.data() + kCmaAt, &cma, sizeof(cma));
   return out;
 }
 
@@ -38,7 +41,7 @@ Result<DirectOffer> decodeDirectOffer(std::span<const std::byte> bytes) {
     return Status::mismatch("a message of {} bytes where a direct offer ({} bytes) was expected", bytes.size(),
                             kDirectOfferBytes);
   }
-  uint32_t magic = 0, version = 0, reads = 0;
+  uint32_t magic = 0, version = 0, reads = 0, cma = 0;
   std::memcpy(&magic, bytes.data(), sizeof(magic));
   std::memcpy(&version, bytes.data() + sizeof(magic), sizeof(version));
   if (magic != kMagic || version != kVersion) {
@@ -52,6 +55,9 @@ Result<DirectOffer> decodeDirectOffer(std::span<const std::byte> bytes) {
     return Status::mismatch("direct offer: read access {}", reads);
   }
   offer.reads = static_cast<transport::ReadAccess>(reads);
+  std::memcpy(&cma, bytes.data() + kCmaAt, sizeof(cma));
+  if (cma > 1) return Status::mismatch("direct offer: cma {}", cma);
+  offer.cma = cma != 0;
   return offer;
 }
 
@@ -91,6 +97,10 @@ bool needsPeerReads(const transport::PeerMemory& memory, std::span<const DirectO
     }
   }
   return false;
+}
+
+bool everyRuleAllowsReads(std::span<const DirectOffer> offers) {
+  return std::all_of(offers.begin(), offers.end(), [](const DirectOffer& o) { return o.cma; });
 }
 
 bool peerReadsUndecided(std::span<const DirectOffer> offers) {

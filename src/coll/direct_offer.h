@@ -1,6 +1,8 @@
 // What a rank tells every peer when an operation may run direct (coll/direct_phase.h): where its two buffers
 // lie (their handles: addresses, for a peer in the same process or one that reads them, and whether a peer
-// of the host can map them) and whether it can read the memory of the other processes of its host. Where
+// of the host can map them), whether it can read the memory of the other processes of its host, and whether
+// its rule lets this operation read them (rule option cma, which may differ between ranks whose lanes
+// differ: core/tuning.h). Where
 // each rank runs was settled at connect (transport/peer_memory.h) and is known alike to every rank, so each
 // decides from the same facts whether all ranks can reach all buffers (directReachable) and how
 // (needsPeerReads).
@@ -20,6 +22,7 @@ struct DirectOffer {
   transport::MemoryHandle send;
   transport::MemoryHandle recv;
   transport::ReadAccess reads = transport::ReadAccess::kUnknown;
+  bool cma = true;  // this rank's rule lets the operation read other processes' memory
 };
 
 inline constexpr size_t kDirectOfferBytes = 112;
@@ -42,6 +45,8 @@ bool canReach(const transport::PeerMemory& memory, std::span<const DirectOffer> 
 bool directReachable(const transport::PeerMemory& memory, std::span<const DirectOffer> offers);
 // Whether some rank reaches another's buffers only by reading them. Pure, like directReachable.
 bool needsPeerReads(const transport::PeerMemory& memory, std::span<const DirectOffer> offers);
+// Whether every rank's rule lets the operation read other processes' memory. Pure, like directReachable.
+bool everyRuleAllowsReads(std::span<const DirectOffer> offers);
 // Whether some rank does not know yet whether it can read: a fallback then says nothing about the next
 // operation.
 bool peerReadsUndecided(std::span<const DirectOffer> offers);

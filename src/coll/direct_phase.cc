@@ -58,7 +58,7 @@ Result<Progress> DirectPhase::advance() {
       const transport::PeerMemory& memory = channel_.memory();
       const bool reachable = directReachable(memory, slot_.offers());
       uses_reads_ = needsPeerReads(memory, slot_.offers());
-      ran_ = reachable && (args_.cma || !uses_reads_);
+      ran_ = reachable && (!uses_reads_ || everyRuleAllowsReads(slot_.offers()));
       if (!ran_) {
         transient_ = reachable || peerReadsUndecided(slot_.offers());
         probeReads();
@@ -134,6 +134,7 @@ Status DirectPhase::postOffers() {
   mine.send = transport::MemoryHandle::of(args_.send, offeredSendBytes(op_.rank));
   mine.recv = transport::MemoryHandle::of(args_.recv, offeredRecvBytes());
   mine.reads = channel_.memory().readAccess();
+  mine.cma = args_.cma;
   slot_.outgoing() = encodeDirectOffer(mine);
   for (int r = 0; r < op_.nranks; ++r) {
     if (r == op_.rank) continue;

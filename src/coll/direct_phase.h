@@ -6,7 +6,9 @@
 // coll/direct_offer.h). The phase:
 //   1. sends its offer to every peer and receives theirs: one small message each way per pair;
 //   2. if not every rank can reach every buffer it needs (directReachable: the same answer on every rank),
-//      it ends with ran() false and the task runs the ring instead, whose messages follow the offers;
+//      or some must read another process's memory and some rank's rule says not to (DirectArgs::cma, also
+//      in the offers), it ends with ran() false and the task runs the ring instead, whose messages follow
+//      the offers;
 //   3. otherwise it maps the peers' segments (cached per communicator) and does this rank's share. An
 //      all-reduce whose buffers are all addressable writes its block of the result into every rank's
 //      output; one that needs reads, which cannot write, reduces its block into its own output, tells every

@@ -31,6 +31,14 @@ std::string showCheck(int64_t value) {
   return value != 0 ? "full" : "off";
 }
 
+std::string showProgress(int64_t value) {
+  switch (value) {
+    case PSDP_PROGRESS_THREAD: return "thread";
+    case PSDP_PROGRESS_CALLER: return "caller";
+    default: return fmt::format("{}", value);
+  }
+}
+
 std::string showHash(int64_t value) {
   return fmt::format("rules hashing to {:#018x}", static_cast<uint64_t>(value));
 }
@@ -62,7 +70,7 @@ std::string showProvider(int64_t value) {
 constexpr Setting kSettings[kAgreedSettingsWords] = {
     {"PSDP_FRAGMENT_BYTES", showNumber}, {"PSDP_ALGORITHM", showAlgorithm}, {"PSDP_DETERMINISTIC", showFlag},
     {"PSDP_CHECK", showCheck},           {"PSDP_ALGORITHMS", showHash},     {"PSDP_HOST_COLLECTIVES", showProvider},
-    {"PSDP_TUNING_FILE", showTuning},
+    {"PSDP_TUNING_FILE", showTuning},    {"PSDP_PROGRESS", showProgress},
 };
 
 }  // namespace
@@ -74,7 +82,8 @@ AgreedSettings agreedSettingsOf(const Config& config, uint64_t tuning_hash) {
           config.check_calls ? 1 : 0,
           hashText(config.algorithms),
           hashText(config.host_collectives),
-          static_cast<int64_t>(tuning_hash)};
+          static_cast<int64_t>(tuning_hash),
+          static_cast<int64_t>(config.progress_mode)};
 }
 
 Status checkAgreedSettings(std::span<const AgreedSettings> settings, std::span<const int> ranks) {

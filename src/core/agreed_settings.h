@@ -1,10 +1,11 @@
 // The settings every rank of a communicator must share, because they decide which messages its collectives
 // exchange: the fragment size, the algorithm choice (PSDP_ALGORITHM, the rules of PSDP_ALGORITHMS by a hash
 // of their text, and the tuning file's by the hash of its rules), deterministic mode, the call check and the
-// host collectives' provider. Ranks that
-// differ would wait for messages the others never send, or read fragments cut differently; so each rank
-// sends its settings with the rendezvous (init) or the split's all-gather, and every rank compares them
-// before any collective runs.
+// host collectives' provider; and the progress mode, which decides the transport's lanes (UCX has no
+// single-copy rendezvous under caller progress, and aborts the process where two ranks' lanes to each other
+// disagree). Ranks that differ would wait for messages the others never send, or read fragments cut
+// differently; so each rank sends its settings with the rendezvous (init) or the split's all-gather, and
+// every rank compares them before any collective runs and before the transport connects.
 #pragma once
 
 #include <array>
@@ -17,7 +18,7 @@
 
 namespace psdp::core {
 
-inline constexpr size_t kAgreedSettingsWords = 7;
+inline constexpr size_t kAgreedSettingsWords = 8;
 using AgreedSettings = std::array<int64_t, kAgreedSettingsWords>;
 
 // `tuning_hash`: LoadedTuning::hash() of the tuning file `config` loaded (core/tuning.h).

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "base/environment.h"
 #include "base/trace.h"
@@ -104,7 +106,9 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
   joined_ = true;
   team_ = std::make_unique<transport::TeamTransport>(context_->transport(), context_id, std::move(members), rank_);
   coll::CollParams coll_params{rank_, nranks_, config_.fragment_bytes, context_id, log_};
-  Result<coll::AlgorithmTable> algorithms = coll::AlgorithmTable::make(config_.algorithm, config_.algorithms);
+  const coll::InterconnectTraits traits = hostLaneTraits();
+  Result<coll::AlgorithmTable> algorithms =
+      coll::AlgorithmTable::make(config_.algorithm, config_.algorithms, {}, traits);
   if (!algorithms.isOk()) return algorithms.status().withContext("PSDP_ALGORITHMS");
   coll_params.algorithms = std::move(algorithms).value();
   // Whichever section of the tuning file applyTuning() finds must fit the staging made now.
@@ -133,10 +137,28 @@ Status Communicator::joinContext(std::shared_ptr<Context> context, uint64_t team
                                              context_id);
   log_->info("communicator ready: rank {} of {}, transport {}, context tag {:#x}, pid {}", rank_, nranks_,
              team_->name(), context_id, getpid());
-  return applyTuning();
+  return applyTuning(traits);
 }
 
-Status Communicator::applyTuning() {
+coll::InterconnectTraits Communicator::hostLaneTraits() const {
+  coll::InterconnectTraits traits;
+  const int host = placements_.placement(rank_).host;
+  std::vector<std::string> seen;  // the lanes' transports, for the log
+  for (int r = 0; r < nranks_; ++r) {
+    if (r == rank_ || placements_.placement(r).host != host) continue;
+    std::vector<std::string> lanes = team_->laneTransports(r);
+    if (!hasSingleCopyLane(lanes)) traits.ring_single_copy = false;
+    seen.insert(seen.end(), lanes.begin(), lanes.end());
+  }
+  if (seen.empty()) return traits;
+  std::sort(seen.begin(), seen.end());
+  seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+  log_->debug("lanes to the other processes of this host: {}; the ring's messages to them {}", fmt::join(seen, ","),
+              traits.ring_single_copy ? "are copied once" : "pass through shared memory in pieces");
+  return traits;
+}
+
+Status Communicator::applyTuning(coll::InterconnectTraits traits) {
   if (!tuning_.file) return Status::ok();
   PSDP_ASSIGN_OR_RETURN(const tune::InterconnectSignature signature, interconnectSignature());
   std::string why;
@@ -146,7 +168,7 @@ Status Communicator::applyTuning() {
                why);
     return Status::ok();
   }
-  PSDP_ASSIGN_OR_RETURN(coll::AlgorithmTable table, hostAlgorithmTable(config_, tuning_, section));
+  PSDP_ASSIGN_OR_RETURN(coll::AlgorithmTable table, hostAlgorithmTable(config_, tuning_, section, traits));
   PSDP_RETURN_IF_ERROR(collectives_[PSDP_MEMORY_HOST]->adoptAlgorithms(table));
   tuned_section_ = section;
   log_->info(

@@ -157,12 +157,18 @@ class Communicator {
   // Keeps the gathered descriptors and computes the mapping; logs this rank's placement.
   Status adoptPlacements(Result<Placements> placements);
   // Becomes team `team_id` of `context` over its transport ranks `members` (this rank is rank_ of them):
-  // prepares the team's transport view, collectives and task queue, then applies the tuning file.
+  // prepares the team's transport view, collectives (their built-in rules for hostLaneTraits()) and task
+  // queue, then applies the tuning file.
   Status joinContext(std::shared_ptr<Context> context, uint64_t team_id, std::vector<int> members);
+  // What this rank's lanes to the other processes of its host say of the interconnect (core/tuning.h): the
+  // ring copies once where every one of them has a single-copy transport. Local, no message: where ranks
+  // see it differently, the direct offers still settle each call alike (coll/direct_offer.h).
+  coll::InterconnectTraits hostLaneTraits() const;
   // Agrees the team's interconnect signature with its members (one all-gather of each one's lanes) and
-  // gives the host collectives the table with the section that covers it; logs which section applies, or
-  // why none does. Collective over the team; nothing to do without a tuning file.
-  Status applyTuning();
+  // gives the host collectives the table with the section that covers it (and the built-in rules for
+  // `traits`); logs which section applies, or why none does. Collective over the team; nothing to do
+  // without a tuning file.
+  Status applyTuning(coll::InterconnectTraits traits);
   // Every member's bytes, in team rank order: the lengths, then the bytes padded to the longest.
   Result<std::vector<std::vector<std::byte>>> allGatherBytes(std::span<const std::byte> mine);
   // Leaves the context (clean: finalized); the last team out closes the transport.

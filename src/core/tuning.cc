@@ -107,13 +107,24 @@ Result<LoadedTuning> loadTuning(const Config& config, const Environment& env) {
   return loaded;
 }
 
+bool hasSingleCopyLane(const std::vector<std::string>& lanes) {
+  return std::any_of(lanes.begin(), lanes.end(),
+                     [](const std::string& lane) { return lane == "cma" || lane == "knem" || lane == "xpmem"; });
+}
+
+coll::InterconnectTraits interconnectTraits(const tune::InterconnectSignature& signature) {
+  coll::InterconnectTraits traits;
+  if (!signature.lanes.empty()) traits.ring_single_copy = hasSingleCopyLane(signature.lanes);
+  return traits;
+}
+
 Result<coll::AlgorithmTable> hostAlgorithmTable(const Config& config, const LoadedTuning& tuning,
-                                                const tune::TuningSection* section) {
+                                                const tune::TuningSection* section, coll::InterconnectTraits traits) {
   std::vector<coll::AlgorithmRule> tuned;
   if (section != nullptr) {
     PSDP_ASSIGN_OR_RETURN(tuned, algorithmRulesOf(*section, tuning.path));
   }
-  Result<coll::AlgorithmTable> table = coll::AlgorithmTable::make(config.algorithm, config.algorithms, tuned);
+  Result<coll::AlgorithmTable> table = coll::AlgorithmTable::make(config.algorithm, config.algorithms, tuned, traits);
   if (!table.isOk()) return table.status().withContext("PSDP_ALGORITHMS");
   Result<const coll::CollectiveProvider*> provider =
       coll::findCollectiveProvider(PSDP_MEMORY_HOST, config.host_collectives);
@@ -149,7 +160,13 @@ Result<std::string> formatAlgorithmTable(const Config& config, const Environment
                                job.format())
                  : fmt::format("# tuning file {} does not apply to {}: {}\n", tuning.describe(), job.format(), why);
   }
-  PSDP_ASSIGN_OR_RETURN(coll::AlgorithmTable table, hostAlgorithmTable(config, tuning, section));
+  coll::InterconnectTraits traits;
+  if (!signature.empty()) {
+    traits = interconnectTraits(job);
+  } else {
+    traits.ring_single_copy = config.progress_mode != PSDP_PROGRESS_CALLER;
+  }
+  PSDP_ASSIGN_OR_RETURN(coll::AlgorithmTable table, hostAlgorithmTable(config, tuning, section, traits));
   std::string engine;
   if (section != nullptr) {
     // The chunk engine's rules are no algorithm rules: shown as comments, in the tuning file's syntax.

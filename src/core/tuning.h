@@ -48,16 +48,28 @@ Result<LoadedTuning> loadTuning(const Config& config, const Environment& env);
 // loadTuning's.
 Result<std::vector<coll::AlgorithmRule>> algorithmRulesOf(const tune::TuningSection& section, const std::string& path);
 
+// Whether transports of lanes (Transport::laneTransports' names) include a single-copy one: UCX's cma,
+// knem or xpmem, whose rendezvous reads the sender's buffer.
+bool hasSingleCopyLane(const std::vector<std::string>& lanes);
+
+// What the built-in rules need to know of an interconnect (coll::InterconnectTraits): its ring copies once
+// where its lanes include a single-copy transport, or where they are not known (a signature with lanes "*").
+coll::InterconnectTraits interconnectTraits(const tune::InterconnectSignature& signature);
+
 // The table the host collectives of a communicator with `config` follow where `section` (of tuning.file;
-// null: none) applies: PSDP_ALGORITHMS, PSDP_ALGORITHM, the section's rules and the built-in ones, as
-// PSDP_HOST_COLLECTIVES's provider takes them. Errors: invalid argument naming the variable.
+// null: none) applies, on an interconnect with `traits`: PSDP_ALGORITHMS, PSDP_ALGORITHM, the section's
+// rules and the built-in ones, as PSDP_HOST_COLLECTIVES's provider takes them. Errors: invalid argument
+// naming the variable.
 Result<coll::AlgorithmTable> hostAlgorithmTable(const Config& config, const LoadedTuning& tuning,
-                                                const tune::TuningSection* section);
+                                                const tune::TuningSection* section, coll::InterconnectTraits traits);
 
 // What psdp-info --algorithms prints: hostAlgorithmTable's rules, one per line, after a comment line
 // saying which tuning file is loaded and, for `signature` (empty: none given), which section applies or
 // why none does; without a signature the comment lists the sections and the table has no tuned rules.
-// Errors: as hostAlgorithmTable's and loadTuning's; invalid argument for a malformed signature.
+// The built-in rules are those for the signature's lanes; without a signature, for UCX's default
+// transports under `config`'s progress mode (caller progress: no single-copy rendezvous, see
+// transport/ucx/ucx_context.h). Errors: as hostAlgorithmTable's and loadTuning's; invalid argument for a
+// malformed signature.
 Result<std::string> formatAlgorithmTable(const Config& config, const Environment& env, std::string_view signature);
 
 // The signature of a team's interconnect: `provider` (the transport's name), the union of the lane

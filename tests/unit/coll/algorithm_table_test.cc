@@ -38,6 +38,33 @@ TEST(AlgorithmTableTest, BuiltInRulesAreTheMeasuredChoices) {
   EXPECT_EQ(table.maxFragmentBytes(MiB), MiB);
 }
 
+// Where the ring's messages pass through shared memory in pieces (UCX without a single-copy rendezvous),
+// reductions read private buffers with CMA from 256 KiB; nothing else changes.
+TEST(AlgorithmTableTest, ReductionsReadWithCmaFrom256KWhereTheRingCopiesTwice) {
+  AlgorithmTable single_copy;
+  AlgorithmTable pieces(InterconnectTraits{.ring_single_copy = false});
+  auto made = AlgorithmTable::make(PSDP_ALGORITHM_AUTO, "", {}, InterconnectTraits{.ring_single_copy = false});
+  ASSERT_TRUE(made.isOk()) << made.status().toString();
+  ASSERT_EQ(pieces.rules().size(), single_copy.rules().size());
+  ASSERT_EQ(made.value().rules().size(), pieces.rules().size());
+  for (size_t i = 0; i < pieces.rules().size(); ++i) {
+    const AlgorithmRule& a = single_copy.rules()[i];
+    const AlgorithmRule& b = pieces.rules()[i];
+    EXPECT_EQ(AlgorithmTable::formatRule(made.value().rules()[i]), AlgorithmTable::formatRule(b));
+    const bool middle_reduction =
+        (b.kind == OpKind::kAllReduce || b.kind == OpKind::kReduceScatter) && b.min_bytes == 256 * KiB;
+    EXPECT_EQ(b.cma, middle_reduction || a.cma) << describe(b);
+    AlgorithmRule same = b;
+    same.cma = a.cma;
+    EXPECT_EQ(AlgorithmTable::formatRule(same), AlgorithmTable::formatRule(a));
+  }
+  for (OpKind kind : {OpKind::kAllReduce, OpKind::kReduceScatter}) {
+    EXPECT_TRUE(pieces.find(kind, 2, MiB).cma) << opKindName(kind);
+    EXPECT_FALSE(single_copy.find(kind, 2, MiB).cma) << opKindName(kind);
+    EXPECT_EQ(pieces.find(kind, 2, 256 * KiB - 1).algorithm, Algorithm::kRecursive) << opKindName(kind);
+  }
+}
+
 TEST(AlgorithmTableTest, UserRulesComeFirstThenTheForcedAlgorithm) {
   auto table = AlgorithmTable::make(PSDP_ALGORITHM_RING,
                                     "all-reduce:0-64K=rhd,ranks=2-4;  all-gather:1M-=direct,fallback=rhd,cma=0,"

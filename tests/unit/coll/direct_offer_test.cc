@@ -49,19 +49,25 @@ class DirectOfferTest : public ::testing::Test {
 TEST_F(DirectOfferTest, EncodeDecodeKeepsEveryField) {
   DirectOffer offer = offerOf(true, ReadAccess::kYes);
   offer.recv = MemoryHandle::of(private_.data() + 3, 100);
+  offer.cma = false;
   Result<DirectOffer> r = decodeDirectOffer(encodeDirectOffer(offer));
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   const DirectOffer& d = r.value();
   EXPECT_EQ(d.reads, ReadAccess::kYes);
+  EXPECT_FALSE(d.cma);
   for (auto [got, want] : {std::pair{&d.send, &offer.send}, std::pair{&d.recv, &offer.recv}}) {
     EXPECT_EQ(got->address(), want->address());
     EXPECT_EQ(got->bytes(), want->bytes());
     EXPECT_EQ(got->shareable(), want->shareable());
   }
   EXPECT_EQ(encodeDirectOffer(d), encodeDirectOffer(offer)) << "every field survives the trip";
+  offer.cma = true;
+  Result<DirectOffer> allowing = decodeDirectOffer(encodeDirectOffer(offer));
+  ASSERT_TRUE(allowing.isOk()) << allowing.status().toString();
+  EXPECT_TRUE(allowing.value().cma);
 }
 
-TEST_F(DirectOfferTest, WrongLengthMagicOrReadAccessIsAMismatch) {
+TEST_F(DirectOfferTest, WrongLengthMagicReadAccessOrCmaIsAMismatch) {
   DirectOfferBytes bytes = encodeDirectOffer(offerOf(true));
   std::vector<std::byte> longer(bytes.begin(), bytes.end());
   longer.push_back(std::byte{0});
@@ -76,7 +82,21 @@ TEST_F(DirectOfferTest, WrongLengthMagicOrReadAccessIsAMismatch) {
   DirectOfferBytes bad_reads = bytes;
   bad_reads[8 + 2 * MemoryHandle::kEncodedBytes] = std::byte{7};
   EXPECT_EQ(decodeDirectOffer(bad_reads).status().code(), PSDP_ERR_MISMATCH);
+  DirectOfferBytes bad_cma = bytes;
+  bad_cma[8 + 2 * MemoryHandle::kEncodedBytes + 4] = std::byte{2};
+  EXPECT_EQ(decodeDirectOffer(bad_cma).status().code(), PSDP_ERR_MISMATCH);
   EXPECT_TRUE(decodeDirectOffer(bytes).isOk());
+}
+
+// The rule option cma of each rank travels in its offer: reads happen only where every rank's rule allows
+// them, so ranks whose tables differ there (their lanes differ) still decide alike.
+TEST_F(DirectOfferTest, ReadsNeedEveryRanksRule) {
+  std::vector<DirectOffer> offers = {offerOf(false, ReadAccess::kYes), offerOf(false, ReadAccess::kYes)};
+  EXPECT_TRUE(everyRuleAllowsReads(offers));
+  offers[1].cma = false;
+  EXPECT_FALSE(everyRuleAllowsReads(offers));
+  EXPECT_TRUE(directReachable(PeerMemory({ProcessIdentity::self(), otherProcess()}, 0), offers))
+      << "reachable still: the phase falls back on the rule, not on reach";
 }
 
 TEST_F(DirectOfferTest, OneProcessAlwaysReachesItself) {

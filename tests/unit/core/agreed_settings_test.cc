@@ -18,6 +18,7 @@ TEST(AgreedSettingsTest, EncodingRoundTrips) {
   config.check_calls = false;
   config.algorithms = "*:0-=ring";
   config.host_collectives = "host-ring";
+  config.progress_mode = PSDP_PROGRESS_CALLER;
   AgreedSettings settings = agreedSettingsOf(config, 0x1234567890abcdefull);
   std::array<std::byte, kAgreedSettingsBytes> bytes{};
   encodeAgreedSettings(settings, bytes.data());
@@ -42,6 +43,7 @@ TEST(AgreedSettingsTest, DifferencesNameTheVariableRanksAndValues) {
       {[](Config& c) { c.algorithms = "all-reduce:0-=ring"; }, {"PSDP_ALGORITHMS", "rules hashing to", "0x"}},
       {[](Config& c) { c.host_collectives = "host-ring"; }, {"PSDP_HOST_COLLECTIVES", "has host,", "has host-ring"}},
       {[](Config& c) { c.host_collectives = "elsewhere"; }, {"PSDP_HOST_COLLECTIVES", "has host,", "hashing to 0x"}},
+      {[](Config& c) { c.progress_mode = PSDP_PROGRESS_CALLER; }, {"PSDP_PROGRESS", "has thread", "has caller"}},
   };
   for (const Case& c : cases) {
     Config changed = defaults;

@@ -127,6 +127,43 @@ TEST_F(TuningTest, TheTeamSignatureIsTheUnionOfEveryMembersLanes) {
   EXPECT_EQ(even.format(), "provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2");
 }
 
+// A single-copy lane anywhere in the signature (or lanes not known) keeps the built-in rules of a ring that
+// copies once; lanes without one (UCX under caller progress: sysv alone) make reductions read with CMA from
+// 256 KiB, in the table psdp-info shows for that signature too.
+TEST_F(TuningTest, TheBuiltInRulesFollowTheSignaturesLanes) {
+  auto traits = [](const char* text) {
+    Result<tune::InterconnectSignature> signature = tune::parseSignatureText(text, "signature");
+    EXPECT_TRUE(signature.isOk()) << signature.status().toString();
+    return interconnectTraits(signature.value()).ring_single_copy;
+  };
+  EXPECT_TRUE(traits("provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2"));
+  EXPECT_TRUE(traits("provider=ucx lanes=knem,posix hosts=1 ranks-per-host=2"));
+  EXPECT_TRUE(traits("provider=ucx lanes=sysv,tcp,xpmem hosts=2 ranks-per-host=2"));
+  EXPECT_TRUE(traits("provider=ucx lanes=* hosts=* ranks-per-host=*"));
+  EXPECT_FALSE(traits("provider=ucx lanes=sysv hosts=1 ranks-per-host=2"));
+  EXPECT_FALSE(traits("provider=ucx lanes=tcp hosts=1 ranks-per-host=4"));
+
+  Config config = Config::defaults();
+  config.tuning_file = "none";
+  MapEnvironment env;
+  const std::string middle = "reduce-scatter:256K-8M=direct,fallback=ring,cma=";
+  for (const auto& [signature, cma] : {std::pair{"provider=ucx lanes=sysv hosts=1 ranks-per-host=2", "1"},
+                                       std::pair{"provider=ucx lanes=cma,sysv hosts=1 ranks-per-host=2", "0"}}) {
+    Result<std::string> table = formatAlgorithmTable(config, env, signature);
+    ASSERT_TRUE(table.isOk()) << table.status().toString();
+    EXPECT_NE(table.value().find(middle + cma), std::string::npos) << signature << "\n" << table.value();
+  }
+  // Without a signature: UCX's default transports under the config's progress mode.
+  config.progress_mode = PSDP_PROGRESS_CALLER;
+  Result<std::string> caller = formatAlgorithmTable(config, env, "");
+  ASSERT_TRUE(caller.isOk()) << caller.status().toString();
+  EXPECT_NE(caller.value().find(middle + "1"), std::string::npos) << caller.value();
+  config.progress_mode = PSDP_PROGRESS_THREAD;
+  Result<std::string> thread = formatAlgorithmTable(config, env, "");
+  ASSERT_TRUE(thread.isOk()) << thread.status().toString();
+  EXPECT_NE(thread.value().find(middle + "0"), std::string::npos) << thread.value();
+}
+
 TEST_F(TuningTest, TheSectionsRulesComeAfterTheUsersAndBeforeTheBuiltInOnes) {
   Config config = Config::defaults();
   config.tuning_file = write("t", kTwoSections);
@@ -136,7 +173,7 @@ TEST_F(TuningTest, TheSectionsRulesComeAfterTheUsersAndBeforeTheBuiltInOnes) {
   Result<LoadedTuning> loaded = loadTuning(config, env);
   ASSERT_TRUE(loaded.isOk()) << loaded.status().toString();
   const tune::TuningSection& shared_memory = loaded.value().file->sections()[1];
-  Result<coll::AlgorithmTable> table = hostAlgorithmTable(config, loaded.value(), &shared_memory);
+  Result<coll::AlgorithmTable> table = hostAlgorithmTable(config, loaded.value(), &shared_memory, {});
   ASSERT_TRUE(table.isOk()) << table.status().toString();
   auto rules = table.value().rules();
   ASSERT_GT(rules.size(), 4u);
@@ -149,7 +186,7 @@ TEST_F(TuningTest, TheSectionsRulesComeAfterTheUsersAndBeforeTheBuiltInOnes) {
 
   // host-ring replaces every rule, the tuned ones too.
   config.host_collectives = "host-ring";
-  Result<coll::AlgorithmTable> ring = hostAlgorithmTable(config, loaded.value(), &shared_memory);
+  Result<coll::AlgorithmTable> ring = hostAlgorithmTable(config, loaded.value(), &shared_memory, {});
   ASSERT_TRUE(ring.isOk()) << ring.status().toString();
   EXPECT_EQ(ring.value().rules().size(), 1u);
 }
