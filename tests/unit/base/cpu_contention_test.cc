@@ -18,29 +18,31 @@ TEST(ContentionGauge, QuietUntilTheWaitExceedsItsShare) {
   ContentionGauge gauge;
   EXPECT_TRUE(gauge.due(0));
   gauge.sample(0, 0);
-  EXPECT_FALSE(gauge.due(1 * kMs));  // within the sample period
-  EXPECT_TRUE(gauge.due(2 * kMs));
-  // 5% of 10 ms spent waiting for a core: quiet.
-  gauge.sample(10 * kMs, kMs / 2);
-  EXPECT_FALSE(gauge.contended(10 * kMs));
-  // 40% of the next 10 ms: contended, and held for kHoldNs after.
-  gauge.sample(20 * kMs, kMs / 2 + 4 * kMs);
-  EXPECT_TRUE(gauge.contended(20 * kMs));
+  EXPECT_FALSE(gauge.due(19 * kMs));  // within the sample period
+  EXPECT_TRUE(gauge.due(20 * kMs));
+  // 5% of 20 ms spent waiting for a core: quiet. So is one preemption of 400 us, a fifth of a 2 ms window.
+  gauge.sample(20 * kMs, kMs);
+  EXPECT_FALSE(gauge.contended(20 * kMs));
+  gauge.sample(40 * kMs, kMs + 400'000);
+  EXPECT_FALSE(gauge.contended(40 * kMs));
+  // 40% of the next 20 ms: contended, and held for kHoldNs after.
+  gauge.sample(60 * kMs, kMs + 400'000 + 8 * kMs);
+  EXPECT_TRUE(gauge.contended(60 * kMs));
   // Quiet samples within the hold do not clear it (a thread that blocks waits less for a core).
-  gauge.sample(30 * kMs, kMs / 2 + 4 * kMs);
-  EXPECT_TRUE(gauge.contended(30 * kMs));
-  EXPECT_TRUE(gauge.contended(20 * kMs + ContentionGauge::kHoldNs - 1));
-  EXPECT_FALSE(gauge.contended(20 * kMs + ContentionGauge::kHoldNs));
+  gauge.sample(80 * kMs, kMs + 400'000 + 8 * kMs);
+  EXPECT_TRUE(gauge.contended(80 * kMs));
+  EXPECT_TRUE(gauge.contended(60 * kMs + ContentionGauge::kHoldNs - 1));
+  EXPECT_FALSE(gauge.contended(60 * kMs + ContentionGauge::kHoldNs));
 }
 
 TEST(ContentionGauge, FirstSampleAndBackwardCountersDecideNothing) {
   ContentionGauge gauge;
-  gauge.sample(10 * kMs, 1000 * kMs);  // a large wait before the first sample is history, not contention
-  EXPECT_FALSE(gauge.contended(10 * kMs));
-  gauge.sample(20 * kMs, 0);  // a counter that went backwards (a reused fd, a new thread) is skipped
+  gauge.sample(20 * kMs, 1000 * kMs);  // a large wait before the first sample is history, not contention
   EXPECT_FALSE(gauge.contended(20 * kMs));
-  gauge.sample(30 * kMs, 5 * kMs);  // and measured from again
-  EXPECT_TRUE(gauge.contended(30 * kMs));
+  gauge.sample(40 * kMs, 0);  // a counter that went backwards (a reused fd, a new thread) is skipped
+  EXPECT_FALSE(gauge.contended(40 * kMs));
+  gauge.sample(60 * kMs, 10 * kMs);  // and measured from again
+  EXPECT_TRUE(gauge.contended(60 * kMs));
 }
 
 // The real gauge of this thread: quiet while this test runs alone, contended once more threads spin than
