@@ -16,11 +16,11 @@ namespace psdp {
 // The decision, from samples of (monotonic time, run-queue wait so far), both in nanoseconds: contended once
 // the wait grew by more than kContendedShare of the time between two samples at least kSamplePeriodNs
 // apart, and for kHoldNs after; a thread that blocks instead of spinning waits less, and without the hold
-// the answer would flip back and forth. The period is long enough that one preemption, by this process's own
-// progress thread looking in every millisecond or by the launcher, is no contention: over 2 ms, a few hundred
-// microseconds were, and a rank of a quiet 2-rank run then blocked in most of its waits for seconds (in 6
-// of 16 runs of 1 MiB all-gather and reduce-scatter), its all-gather at 4.3-5.3 GB/s busbw against 7-8
-// otherwise. Oversubscribed cores take 3 ms and more from each thread per turn, which 20 ms still sees.
+// the answer would flip back and forth. The period is long enough that one preemption (by this process's
+// own progress thread, which looks in every millisecond) is no contention: over 2 ms, a few hundred
+// microseconds were, and a rank of a quiet 2-rank run then blocked in 19-100% of its waits (7 of 16 runs of
+// 1 MiB all-gather and reduce-scatter; perf/README.md, "Under contention"). Oversubscribed cores take 3 ms
+// and more from each thread per turn, which 20 ms still sees.
 class ContentionGauge {
  public:
   static constexpr uint64_t kSamplePeriodNs = 20'000'000;
